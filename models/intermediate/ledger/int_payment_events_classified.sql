@@ -1,0 +1,126 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='append',
+        on_schema_change='fail',
+    )
+}}
+
+{#-
+    Every ingested row exactly once, accepted or rejected with a reason. Validation comes before
+    dedup: among the valid copies of an event_id the lowest ingest_seq wins, and later copies are
+    exact or conflicting duplicates of it. Incremental runs classify only rows past this model's own
+    watermark (max ingest_seq), looking up earlier accepted copies of the same event_ids.
+-#}
+
+with events as (
+    select * from {{ ref('stg_payledger__payment_events') }}
+    {% if is_incremental() %}
+        where ingest_seq > (select coalesce(max(ingest_seq), 0) from {{ this }})
+    {% endif %}
+),
+
+event_types as (
+    select event_type from {{ ref('payment_event_types') }}
+),
+
+validated as (
+    select
+        events.*,
+        case
+            when events.event_id is null or trim(events.event_id) = '' then 'missing_event_id'
+            when events.merchant_id is null or trim(events.merchant_id) = '' then 'missing_merchant_id'
+            when event_types.event_type is null then 'unknown_event_type'
+            when events.amount is null or events.amount <= 0 then 'invalid_amount'
+            when events.currency is null or not events.currency rlike '^[A-Z]{3}$' then 'invalid_currency'
+            when events.event_time is null then 'missing_event_time'
+        end as validation_reason
+    from events
+    left join event_types
+        on events.event_type = event_types.event_type
+),
+
+valid_copies as (
+    select event_id, merchant_id, currency, event_type, amount, event_time, ingest_seq
+    from validated
+    where validation_reason is null
+),
+
+{% if is_incremental() %}
+previously_accepted as (
+    select event_id, merchant_id, currency, event_type, amount, event_time, ingest_seq
+    from {{ this }}
+    where is_accepted and event_id in (select event_id from valid_copies)
+),
+{% endif %}
+
+candidates as (
+    select * from valid_copies
+    {% if is_incremental() %}
+        union all
+        select * from previously_accepted
+    {% endif %}
+),
+
+ranked_candidates as (
+    select
+        *,
+        row_number() over (partition by event_id order by ingest_seq) as copy_number
+    from candidates
+),
+
+canonical as (
+    select * from ranked_candidates
+    where copy_number = 1
+),
+
+classified as (
+    select
+        validated.ingest_seq,
+        validated.event_id,
+        validated.merchant_id,
+        validated.currency,
+        validated.event_type,
+        case
+            when validated.validation_reason is not null then validated.validation_reason
+            when validated.ingest_seq = canonical.ingest_seq then null
+            when validated.merchant_id = canonical.merchant_id
+                and validated.currency = canonical.currency
+                and validated.event_type = canonical.event_type
+                and validated.amount = canonical.amount
+                and validated.event_time = canonical.event_time
+                then 'exact_duplicate'
+            else 'conflicting_duplicate'
+        end as rejection_reason,
+        case
+            when validated.validation_reason is null and validated.ingest_seq != canonical.ingest_seq
+                then canonical.ingest_seq
+        end as duplicate_of_ingest_seq,
+        validated.amount,
+        validated.event_date,
+        validated.event_time,
+        validated.ingested_at
+    from validated
+    left join canonical
+        on validated.event_id = canonical.event_id
+        and validated.validation_reason is null
+),
+
+final as (
+    select
+        ingest_seq,
+        event_id,
+        merchant_id,
+        currency,
+        event_type,
+        rejection_reason,
+        duplicate_of_ingest_seq,
+        amount,
+        rejection_reason is null as is_accepted,
+        event_date,
+        event_time,
+        ingested_at
+    from classified
+)
+
+select * from final

@@ -1,0 +1,19 @@
+with source as (
+    select * from {{ source('payledger', 'payment_events') }}
+),
+
+renamed as (
+    select
+        ingest_seq,
+        event_id,
+        merchant_id,
+        currency,
+        event_type,
+        cast(amount as decimal(18, 2)) as amount,
+        to_date(event_time) as event_date,
+        event_time,
+        ingested_at
+    from source
+)
+
+select * from renamed

@@ -1,0 +1,1 @@
+"""PayLedger helpers: synthetic history, landing-table loader and a SQL shell over the warehouse."""

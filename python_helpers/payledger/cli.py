@@ -1,0 +1,98 @@
+"""The ``payledger`` command: ``generate``, ``load`` and ``sql`` over the project's warehouse."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import click
+from rich.progress import Progress
+
+from payledger.generate import EVENT_FILE, GenerateOptions, generate, generate_batch
+
+LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merchants": "merchants"}
+
+
+@click.group()
+def main() -> None:
+    """PayLedger helpers for the dbt project (run from anywhere; the warehouse is the project's)."""
+
+
+@main.command("generate")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for the Parquet files.")
+@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True, help="Clean events (before duplicates and bad rows); follow-ups past the end date are dropped.")
+@click.option("--merchants", type=click.IntRange(min=1), default=1_000, show_default=True)
+@click.option("--segments", type=click.IntRange(1, 12), default=10, show_default=True)
+@click.option("--days", type=click.IntRange(min=1), default=365, show_default=True, help="Days of event time, ending on --end-date.")
+@click.option("--end-date", type=click.DateTime(["%Y-%m-%d"]), default="2026-11-01", show_default=True)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--duplicate-rate", type=float, default=0.01, show_default=True)
+@click.option("--late-rate", type=float, default=0.01, show_default=True)
+@click.option("--bad-rate", type=float, default=0.002, show_default=True)
+@click.option("--continue-from", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Write a follow-on batch: new events plus re-sent copies of this history's events.")
+@click.option("--id-prefix", default=None, help="Prefix of new event ids (default evt_, or b<seed>_ for a batch).")
+def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path | None, id_prefix: str | None, **kwargs) -> None:
+    """Write a seeded synthetic history (events, merchants, policies) as Parquet."""
+    options = GenerateOptions(end_date=end_date.date(), **kwargs)
+    try:
+        if continue_from is not None:
+            counts = generate_batch(options, continue_from / EVENT_FILE, out_dir, id_prefix=id_prefix or f"b{options.seed}_")
+        else:
+            with Progress(transient=True) as progress:
+                task = progress.add_task("events", total=int(options.events * (1 + options.duplicate_rate)))
+                counts = generate(options, out_dir, id_prefix=id_prefix or "evt_", progress=lambda n: progress.advance(task, n))
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    click.echo(json.dumps({"out": str(out_dir), **counts}))
+
+
+@main.command("load")
+@click.argument("kind", type=click.Choice(sorted(LOAD_KINDS)))
+@click.argument("file", type=click.Path(path_type=Path))
+def load_command(kind: str, file: Path) -> None:
+    """Load a Parquet or CSV FILE into a landing table (events append; policies, merchants upsert)."""
+    from payledger.load import LoadError, default_warehouse, load_file
+    from payledger.spark import get_spark
+
+    try:
+        rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
+    except LoadError as error:
+        click.echo(f"payledger load: {error}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps({"table": f"payledger_raw.{LOAD_KINDS[kind]}", "rows": rows}))
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return value
+
+
+@main.command("sql")
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+def sql_command(query: str, fmt: str) -> None:
+    """Run QUERY on the project's warehouse; print CSV (header then rows) or a JSON array of objects."""
+    from payledger.spark import get_spark
+
+    from pyspark.errors import PySparkException
+
+    try:
+        frame = get_spark().sql(query)
+        rows = frame.collect()
+    except PySparkException as error:
+        click.echo(f"payledger sql: {error}", err=True)
+        sys.exit(1)
+    if fmt == "json":
+        click.echo(json.dumps([{k: _plain(v) for k, v in row.asDict().items()} for row in rows], indent=None))
+        return
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(frame.columns)
+    for row in rows:
+        writer.writerow([_plain(v) for v in row])

@@ -1,0 +1,77 @@
+"""The landing-table contract (schema ``payledger_raw``): column names, types and the event types.
+
+Source: issue "The main job end to end", section "Source contract". Amounts are decimals in the
+currency's major unit (decimal(18,2)); timestamps are UTC.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+RAW_SCHEMA = "payledger_raw"
+
+#: The eight event types of the fold (see seeds/payment_event_types.csv for their effects).
+EVENT_TYPES: tuple[str, ...] = (
+    "capture_settled",
+    "funds_released",
+    "reserve_released",
+    "refund_posted",
+    "chargeback_opened",
+    "chargeback_won",
+    "chargeback_lost",
+    "payout_paid",
+)
+
+AMOUNT_TYPE = pa.decimal128(18, 2)
+PCT_TYPE = pa.decimal128(5, 4)
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+
+#: Columns a file given to ``payledger load events`` must have (ingest columns are assigned by the loader).
+EVENT_FILE_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("merchant_id", pa.string()),
+        ("currency", pa.string()),
+        ("event_type", pa.string()),
+        ("amount", AMOUNT_TYPE),
+        ("event_time", TIMESTAMP_TYPE),
+    ]
+)
+
+POLICY_FILE_SCHEMA = pa.schema(
+    [
+        ("segment", pa.string()),
+        ("reserve_pct", PCT_TYPE),
+        ("effective_from", pa.date32()),
+        ("updated_at", TIMESTAMP_TYPE),
+    ]
+)
+
+MERCHANT_FILE_SCHEMA = pa.schema(
+    [
+        ("merchant_id", pa.string()),
+        ("segment", pa.string()),
+        ("segment_effective_from", pa.date32()),
+        ("updated_at", TIMESTAMP_TYPE),
+    ]
+)
+
+#: Landing tables: name -> (Spark DDL columns, file schema, key column or None for append-only).
+LANDING_TABLES: dict[str, tuple[str, pa.Schema, str | None]] = {
+    "payment_events": (
+        "event_id string, merchant_id string, currency string, event_type string, "
+        "amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint",
+        EVENT_FILE_SCHEMA,
+        None,
+    ),
+    "reserve_policies": (
+        "segment string, reserve_pct decimal(5,4), effective_from date, updated_at timestamp",
+        POLICY_FILE_SCHEMA,
+        "segment",
+    ),
+    "merchants": (
+        "merchant_id string, segment string, segment_effective_from date, updated_at timestamp",
+        MERCHANT_FILE_SCHEMA,
+        "merchant_id",
+    ),
+}

@@ -1,0 +1,228 @@
+"""Load Parquet or CSV files into the landing tables of schema ``payledger_raw``.
+
+Events are appended with ``ingest_seq`` (next source position, in file order) and ``ingested_at``;
+policies and merchants are upserts of current state keyed by ``segment`` / ``merchant_id``. A file is
+checked and converted completely before anything is written, and written in one Iceberg commit, so a
+bad file loads nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from payledger.contract import LANDING_TABLES, RAW_SCHEMA
+
+ROW_COLUMN = "_file_row"
+
+
+class LoadError(Exception):
+    """A file that cannot be loaded: wrong schema, unreadable or invalid content. Nothing was written."""
+
+
+def _read_batches(path: Path, expected: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Yield the file's record batches with string columns for CSV and native types for Parquet."""
+    if not path.is_file():
+        raise LoadError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            yield from pq.ParquetFile(path).iter_batches(batch_size=1_000_000)
+        elif suffix == ".csv":
+            convert = pacsv.ConvertOptions(
+                column_types={field.name: pa.string() for field in expected},
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+            )
+            yield from pacsv.open_csv(path, convert_options=convert)
+        else:
+            raise LoadError(f"{path}: expected a .parquet or .csv file")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
+        raise LoadError(f"{path}: cannot read the file as {suffix[1:] or 'data'}: {error}") from None
+
+
+def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
+    """Cast one column to its contract type; strings from CSV are parsed, floats never become money."""
+    if pa.types.is_floating(column.type) and pa.types.is_decimal(field.type):
+        raise LoadError(f"{path}: column {field.name} is {column.type}; money must be a decimal or a string, never a float")
+    try:
+        if pa.types.is_string(column.type) and not pa.types.is_string(field.type):
+            column = pc.utf8_trim_whitespace(column)
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
+            if pa.types.is_timestamp(field.type):
+                return _parse_timestamps(column, field)
+        if pa.types.is_timestamp(column.type) and column.type.tz is None and pa.types.is_timestamp(field.type):
+            column = pc.assume_timezone(column, "UTC")
+        return column.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        raise LoadError(
+            f"{path}: column {field.name} (rows from {first_row + 1}) cannot be read as {field.type}: {error}"
+        ) from None
+
+
+def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
+    """ISO 8601 strings (``2026-10-01 12:00:00``, ``T`` separator, optional fraction, ``Z``/``+00:00``) -> UTC."""
+    text = pc.replace_substring_regex(column, r"(Z|[+-]00:?00)$", "")
+    text = pc.replace_substring(text, "T", " ")
+    return pc.cast(text, pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC")).cast(field.type)
+
+
+def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[pa.RecordBatch]:
+    """Yield batches in the contract schema plus ``_file_row``; raise LoadError on the first problem."""
+    row = 0
+    for batch in _read_batches(path, expected):
+        names = set(batch.schema.names)
+        missing = [f.name for f in expected if f.name not in names and f.name not in optional]
+        unexpected = sorted(names - set(expected.names))
+        if missing or unexpected:
+            raise LoadError(
+                f"{path}: wrong columns: missing {missing or 'none'}, unexpected {unexpected or 'none'}; "
+                f"expected {expected.names} ({', '.join(sorted(optional)) or 'none'} optional)"
+            )
+        arrays = [
+            _convert_column(path, batch.column(f.name), f, row)
+            if f.name in names
+            else pa.nulls(batch.num_rows, f.type)
+            for f in expected
+        ]
+        arrays.append(pa.array(range(row, row + batch.num_rows), pa.int64()))
+        yield pa.record_batch(arrays, schema=expected.append(pa.field(ROW_COLUMN, pa.int64())))
+        row += batch.num_rows
+
+
+@contextlib.contextmanager
+def _load_lock(warehouse: Path) -> Iterator[None]:
+    """Serialise loaders on one warehouse: ``ingest_seq`` is max + 1, so two loads must not interleave."""
+    warehouse.mkdir(parents=True, exist_ok=True)
+    with open(warehouse / ".load.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def ensure_landing_tables(spark) -> None:
+    """Create schema ``payledger_raw`` and its three landing tables (Iceberg) when they do not exist."""
+    spark.sql(f"create database if not exists {RAW_SCHEMA}")
+    for table, (columns, _, _) in LANDING_TABLES.items():
+        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns}) using iceberg")
+
+
+def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> None:
+    required = {"reserve_policies": ["segment", "reserve_pct", "effective_from"], "merchants": ["merchant_id", "segment", "segment_effective_from"]}[kind]
+    for name in required:
+        nulls = staged[name].null_count
+        if nulls:
+            raise LoadError(f"{path}: column {name} is empty in {nulls} row(s); every {kind} row needs it")
+    counts = pc.value_counts(staged[key])
+    repeated = [item["values"].as_py() for item in counts if item["counts"].as_py() > 1]
+    if repeated:
+        raise LoadError(f"{path}: {key} must be unique in a current-state file; repeated: {repeated[:5]}")
+    if kind == "reserve_policies":
+        pct = staged["reserve_pct"]
+        bad = pc.sum(pc.or_(pc.less(pct, 0), pc.greater(pct, 1))).as_py()
+        if bad:
+            raise LoadError(f"{path}: reserve_pct must be within [0, 1]; {bad} row(s) are not")
+
+
+def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
+    """Load ``path`` into ``payledger_raw.<kind>`` (kind: payment_events, reserve_policies, merchants).
+
+    Returns the number of rows written (for policies and merchants: inserted or changed). Raises ``LoadError`` (nothing written) for a missing or
+    unreadable file, wrong columns, values that do not fit the contract types, and for policies and
+    merchants: empty required values, repeated keys, ``reserve_pct`` outside [0, 1], or an
+    ``updated_at`` not later than every ``updated_at`` already in either table (observation order
+    must only move forward, or a snapshot or the view's watermark would miss the change).
+    """
+    if kind not in LANDING_TABLES:
+        raise LoadError(f"unknown landing table {kind!r}; expected one of {sorted(LANDING_TABLES)}")
+    columns, schema, key = LANDING_TABLES[kind]
+    optional = {"updated_at"} if key else set()
+    with tempfile.TemporaryDirectory(prefix="payledger-load-") as tmp, _load_lock(warehouse):
+        staged_path = Path(tmp) / "staged.parquet"
+        rows = 0
+        with pq.ParquetWriter(staged_path, schema.append(pa.field(ROW_COLUMN, pa.int64()))) as writer:
+            for batch in _converted(path, schema, optional):
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        if rows == 0:
+            raise LoadError(f"{path}: the file holds no rows")
+        ensure_landing_tables(spark)
+        target = f"{RAW_SCHEMA}.{kind}"
+        staged_uri = staged_path.resolve().as_uri()
+        if key is None:
+            return _append_events(spark, target, staged_uri, rows)
+        staged = pq.read_table(staged_path)
+        _check_reference_rows(path, staged, kind, key)
+        return _upsert_current_state(spark, path, target, staged, staged_uri, key, schema)
+
+
+def _append_events(spark, target: str, staged_uri: str, rows: int) -> int:
+    base = spark.sql(f"select coalesce(max(ingest_seq), 0) as seq from {target}").first()["seq"]
+    spark.sql(
+        f"""
+        insert into {target}
+        select event_id, merchant_id, currency, event_type, amount, event_time,
+            current_timestamp() as ingested_at,
+            {int(base)} + {ROW_COLUMN} + 1 as ingest_seq
+        from parquet.`{staged_uri}`
+        """
+    )
+    return rows
+
+
+def _upsert_current_state(spark, path: Path, target: str, staged: pa.Table, staged_uri: str, key: str, schema: pa.Schema) -> int:
+    # One observation order across policies and merchants: the balance view keeps one watermark.
+    latest_us = spark.sql(
+        f"select unix_micros(max(updated_at)) as latest from ("
+        f"select updated_at from {RAW_SCHEMA}.reserve_policies union all "
+        f"select updated_at from {RAW_SCHEMA}.merchants)"
+    ).first()["latest"]
+    earliest_us = pc.min(staged["updated_at"].cast(pa.int64())).as_py()
+    now_us = int(dt.datetime.now(dt.UTC).timestamp() * 1_000_000)
+    if latest_us is not None:
+        latest = dt.datetime.fromtimestamp(latest_us / 1e6, dt.UTC).isoformat()
+        if earliest_us is not None and earliest_us <= latest_us:
+            given = dt.datetime.fromtimestamp(earliest_us / 1e6, dt.UTC).isoformat()
+            raise LoadError(
+                f"{path}: updated_at {given} is not later than the latest already loaded ({latest}); "
+                "updated_at orders observations and must move forward"
+            )
+        if now_us <= latest_us:
+            raise LoadError(f"{path}: the clock is behind the latest updated_at already loaded ({latest})")
+    value_columns = [f.name for f in schema if f.name != "updated_at"]
+    select = ", ".join(value_columns + ["coalesce(updated_at, current_timestamp()) as updated_at"])
+    # A row whose values are unchanged is not rewritten: a new updated_at alone would make the
+    # snapshot record a version that changes nothing, and invalidate balances for no reason.
+    changed = " or ".join(f"not (dest.{name} <=> src.{name})" for name in value_columns if name != key)
+    source = f"(select {select} from parquet.`{staged_uri}`)"
+    written = spark.sql(
+        f"select count(*) as n from {source} as src left join {target} as dest on dest.{key} = src.{key} "
+        f"where dest.{key} is null or {changed}"
+    ).first()["n"]
+    spark.sql(
+        f"""
+        merge into {target} as dest
+        using {source} as src
+        on dest.{key} = src.{key}
+        when matched and ({changed}) then update set *
+        when not matched then insert *
+        """
+    )
+    return int(written)
+
+
+def default_warehouse() -> Path:
+    """The warehouse folder: ``$PAYLEDGER_WAREHOUSE`` or ``$PAYLEDGER_HOME/warehouse`` (repo root)."""
+    from payledger.spark import PROJECT_ROOT
+
+    home = Path(os.environ.get("PAYLEDGER_HOME", PROJECT_ROOT))
+    return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))

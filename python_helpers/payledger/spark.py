@@ -1,0 +1,60 @@
+"""The project's Spark session, configured from the dbt profile so dbt and the CLI share one warehouse."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+#: The repository root (python_helpers/payledger/spark.py -> repo root).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROFILES_PATH = PROJECT_ROOT / "profiles" / "profiles.yml"
+
+
+def _env_var(name: str, default: str | None = None) -> str:
+    if name in os.environ:
+        return os.environ[name]
+    if default is None:
+        raise KeyError(f"environment variable {name} is not set and has no default")
+    return default
+
+
+def project_environment() -> None:
+    """Set PAYLEDGER_HOME to the repo root when unset.
+
+    The dbt profile falls back to ``$PWD``; pinning it here makes the CLI work from any directory.
+    """
+    os.environ.setdefault("PAYLEDGER_HOME", str(PROJECT_ROOT))
+
+
+def spark_conf(target: str = "local") -> dict[str, str]:
+    """Return the Spark configuration of a dbt profile target as ``{key: value}`` strings.
+
+    Source: ``profiles/profiles.yml``, output ``target``, key ``server_side_parameters``, rendered
+    with dbt's ``env_var`` semantics. Raises ``KeyError`` if the target does not exist.
+    """
+    project_environment()
+    profile = yaml.safe_load(PROFILES_PATH.read_text())["payledger"]["outputs"]
+    params: dict[str, Any] = profile[target].get("server_side_parameters", {})
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.globals["env_var"] = _env_var
+    return {key: env.from_string(str(value)).render() for key, value in params.items()}
+
+
+def get_spark(target: str = "local"):  # -> pyspark.sql.SparkSession
+    """Return the process's SparkSession, creating it with ``spark_conf(target)`` if none exists.
+
+    Like dbt-spark's ``session`` method this enables Hive support and calls ``getOrCreate``, so a
+    dbt invocation in the same process reuses the session.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf(target).items():
+        builder = builder.config(key, value)
+    # dbt-spark forces ANSI off for its sessions; match it so both see the same semantics.
+    builder = builder.config("spark.sql.ansi.enabled", "false")
+    return builder.getOrCreate()

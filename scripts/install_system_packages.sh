@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what pip cannot: a Java runtime for Spark and Debian's jarjar (rebuilds Iceberg's shaded
+# Jackson, see scripts/build_jars.sh). Idempotent; needs root (or sudo) only when something is missing.
+set -euo pipefail
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+[ -f /usr/share/java/jarjar.jar ] || missing+=(libjarjar-java)
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install_system_packages: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"

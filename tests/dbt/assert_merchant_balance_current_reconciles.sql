@@ -1,0 +1,53 @@
+{{ config(store_failures=true, schema='audit', alias='merchant_balance_reconciliation_failures') }}
+
+{#-
+    Reconciliation: recompute every balance from canonical history (all accepted events, the fold
+    over int_payment_events_posted) and return each key where the view differs, with both values.
+    Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures.
+-#}
+
+with replayed as (
+    select
+        merchant_id,
+        currency,
+        cast(sum(available_delta) as decimal(18, 2)) as available_balance,
+        cast(sum(pending_delta) as decimal(18, 2)) as pending_balance,
+        cast(sum(reserve_delta) as decimal(18, 2)) as reserve_hold,
+        max(event_time) as last_event_time,
+        max(ingest_seq) as source_watermark
+    from {{ ref('int_payment_events_posted') }}
+    group by 1, 2
+),
+
+view_rows as (
+    select * from {{ ref('merchant_balance_current') }}
+),
+
+compared as (
+    select
+        coalesce(replayed.merchant_id, view_rows.merchant_id) as merchant_id,
+        coalesce(replayed.currency, view_rows.currency) as currency,
+        view_rows.available_balance as view_available_balance,
+        replayed.available_balance as replayed_available_balance,
+        view_rows.pending_balance as view_pending_balance,
+        replayed.pending_balance as replayed_pending_balance,
+        view_rows.reserve_hold as view_reserve_hold,
+        replayed.reserve_hold as replayed_reserve_hold,
+        view_rows.source_watermark as view_source_watermark,
+        replayed.source_watermark as replayed_source_watermark,
+        view_rows.last_event_time as view_last_event_time,
+        replayed.last_event_time as replayed_last_event_time
+    from replayed
+    full outer join view_rows
+        on replayed.merchant_id = view_rows.merchant_id
+        and replayed.currency = view_rows.currency
+)
+
+select * from compared
+where not (
+    view_available_balance <=> replayed_available_balance
+    and view_pending_balance <=> replayed_pending_balance
+    and view_reserve_hold <=> replayed_reserve_hold
+    and view_source_watermark <=> replayed_source_watermark
+    and view_last_event_time <=> replayed_last_event_time
+)
