@@ -13,6 +13,8 @@
     )
 }}
 
+{{ guard_full_refresh() }}
+
 {#-
     One row per (merchant_id, currency). An incremental run recomputes only the keys that
     balance_invalidated_keys() returns and merges only the rows whose values changed, in one commit.

@@ -1,0 +1,50 @@
+"""Fixtures shared by the PayLedger test suite.
+
+One Spark session and one warehouse (in a temporary folder) serve the whole run; dbt runs in-process
+through ``dbtRunner`` and reuses the session (dbt-spark's ``session`` method calls ``getOrCreate``).
+Tests that need an empty warehouse ask for the ``warehouse`` fixture, which drops every PayLedger
+schema first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger-tests-"))
+# Before any Spark or dbt import: the profile reads these when the session starts.
+os.environ["PAYLEDGER_HOME"] = str(ROOT)
+os.environ["PAYLEDGER_WAREHOUSE"] = str(WAREHOUSE / "warehouse")
+os.environ.setdefault("PAYLEDGER_DRIVER_MEMORY", "4g")
+os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "2")
+os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+
+from tests.support import DbtProject, Landing, reset_warehouse  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+    shutil.rmtree(WAREHOUSE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from payledger.spark import get_spark
+
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def dbt(spark) -> DbtProject:  # noqa: ARG001 - the session must exist before dbt starts
+    return DbtProject(ROOT, WAREHOUSE / "dbt")
+
+
+@pytest.fixture
+def warehouse(spark) -> Landing:
+    """An empty warehouse and a helper that lands rows through ``payledger load``."""
+    reset_warehouse(spark)
+    return Landing(spark, WAREHOUSE / "files", Path(os.environ["PAYLEDGER_WAREHOUSE"]))

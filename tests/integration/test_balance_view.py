@@ -1,0 +1,235 @@
+"""The balance view end to end: incremental MERGE commits, snapshots, reconciliation, rejects.
+
+Every test builds the real project with dbt against the embedded Spark and Iceberg warehouse.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from tests import reference
+from tests.support import VIEW, event, merchant, policy
+
+pytestmark = pytest.mark.integration
+
+
+def view_rows(warehouse) -> dict[tuple[str, str], dict]:
+    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
+
+
+def view_snapshots(warehouse) -> list[dict]:
+    return warehouse.rows(
+        f"select snapshot_id, parent_id, operation, summary from {VIEW}.snapshots order by committed_at"
+    )
+
+
+def seed_reference_data(warehouse) -> None:
+    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01")])
+    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+
+
+def test_second_run_is_a_merge_commit_on_the_same_iceberg_table(dbt, warehouse):
+    seed_reference_data(warehouse)
+    warehouse.load(
+        "payment_events",
+        [
+            event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"),
+            event("e2", "m2", "capture_settled", "50.00", "2026-03-01 11:00:00"),
+            event("e3", "m1", "capture_settled", "10.00", "2026-03-01 12:00:00", currency="EUR"),
+        ],
+    )
+    first = dbt("build")
+    before = view_rows(warehouse)
+    first_snapshots = view_snapshots(warehouse)
+    assert len(before) == 3
+
+    warehouse.load("payment_events", [event("e4", "m1", "funds_released", "100.00", "2026-03-03 10:00:00")])
+    second = dbt("build")
+    after = view_rows(warehouse)
+    snapshots = view_snapshots(warehouse)
+
+    # Same table, linear history: the second run appended a commit whose parent is the first run's.
+    assert snapshots[: len(first_snapshots)] == first_snapshots, "earlier snapshots were lost: table replaced"
+    new = snapshots[len(first_snapshots) :]
+    assert len(new) == 1, f"one commit per incremental run expected, got {len(new)}"
+    assert new[0]["parent_id"] == first_snapshots[-1]["snapshot_id"]
+    assert new[0]["operation"] == "overwrite", new[0]
+    # Merge-on-read MERGE: one changed row written, one position delete; the untouched rows stay put.
+    assert new[0]["summary"]["added-records"] == "1", new[0]["summary"]
+    assert new[0]["summary"].get("added-position-deletes") == "1", new[0]["summary"]
+    assert new[0]["summary"]["total-records"] == "4"  # 3 live rows + the replaced version of one
+    assert after[("m1", "USD")]["written_by_invocation_id"] != before[("m1", "USD")]["written_by_invocation_id"]
+    for key in [("m2", "USD"), ("m1", "EUR")]:
+        assert after[key] == before[key], f"{key} was rewritten although none of its input changed"
+    assert after[("m1", "USD")]["available_balance"] == Decimal("90.00")
+    assert after[("m1", "USD")]["reserve_hold"] == Decimal("10.00")
+    assert first.success and second.success
+
+    # A build with nothing new writes no row.
+    dbt("build")
+    assert view_rows(warehouse) == after
+    idle = view_snapshots(warehouse)[len(snapshots) :]
+    assert all(s["summary"].get("added-records", "0") == "0" for s in idle), idle
+
+
+def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
+    seed_reference_data(warehouse)
+    warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
+    dbt("build")
+    for pct in ("0.2000", "0.3000", "0.4000"):
+        warehouse.load("reserve_policies", [policy("retail", pct, "2026-02-01")])
+        dbt("build")
+        dbt("build")  # an idle re-run must not add or close versions
+    warehouse.load("merchants", [merchant("m1", "travel", "2026-02-15")])
+    dbt("build")
+    dbt("build", "--full-refresh", "--vars", '{"allow_full_refresh": true}')
+
+    versions = warehouse.rows(
+        "select reserve_pct, dbt_valid_from, dbt_valid_to from payledger_snapshots.snp_payledger__reserve_policies "
+        "where segment = 'retail' order by dbt_valid_from"
+    )
+    assert [v["reserve_pct"] for v in versions] == [Decimal(p) for p in ("0.1000", "0.2000", "0.3000", "0.4000")]
+    assert [v["dbt_valid_to"] for v in versions[:-1]] == [v["dbt_valid_from"] for v in versions[1:]]
+    assert versions[-1]["dbt_valid_to"] is None
+    segments = warehouse.rows(
+        "select segment from payledger_snapshots.snp_payledger__merchants where merchant_id = 'm1' order by dbt_valid_from"
+    )
+    assert [s["segment"] for s in segments] == ["retail", "travel"]
+    # m1 is in travel (5%) from 2026-02-15, so the March release holds 5.00.
+    assert view_rows(warehouse)[("m1", "USD")]["reserve_hold"] == Decimal("5.00")
+
+
+class History:
+    """What the test landed, in the reference's terms (ingest order and observation order)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.segments: list[reference.SegmentVersion] = []
+        self.policies: list[reference.PolicyVersion] = []
+        self._observed = 0
+
+    def land_events(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("payment_events", rows)
+        for row in rows:
+            self.events.append({**row, "ingest_seq": len(self.events) + 1})
+
+    def land_merchants(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("merchants", rows)
+        self._observed += 1
+        for r in rows:
+            self.segments.append(reference.SegmentVersion(r["merchant_id"], r["segment"], r["segment_effective_from"], self._observed))
+
+    def land_policies(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("reserve_policies", rows)
+        self._observed += 1
+        for r in rows:
+            self.policies.append(reference.PolicyVersion(r["segment"], r["reserve_pct"], r["effective_from"], self._observed))
+
+    def assert_view_matches(self, warehouse) -> None:
+        expected, expected_rejects = reference.fold(self.events, self.segments, self.policies)
+        actual = view_rows(warehouse)
+        assert set(actual) == set(expected), f"keys differ: view {sorted(actual)} vs reference {sorted(expected)}"
+        for key, want in expected.items():
+            got = actual[key]
+            assert (got["available_balance"], got["pending_balance"], got["reserve_hold"]) == (
+                want.available,
+                want.pending,
+                want.reserve,
+            ), f"{key}: view {got} vs reference {want}"
+            assert got["source_watermark"] == want.source_watermark, key
+            assert got["last_event_time"] == want.last_event_time.replace(tzinfo=None), key
+        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
+        assert rejects == expected_rejects
+
+
+def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroactive_changes(dbt, warehouse):
+    history = History()
+    history.land_merchants(warehouse, [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01"), merchant("m3", "retail", "2026-01-01")])
+    history.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    history.land_events(
+        warehouse,
+        [
+            event("e1", "m1", "capture_settled", "200.00", "2026-03-01 10:00:00"),
+            event("e2", "m1", "funds_released", "200.00", "2026-03-03 10:00:00"),
+            event("e3", "m2", "capture_settled", "80.00", "2026-03-02 09:00:00", currency="EUR"),
+            event("e4", "m2", "funds_released", "80.00", "2026-03-04 09:00:00", currency="EUR"),
+            event("e5", "m3", "capture_settled", "33.33", "2026-03-05 09:00:00"),
+            event("e6", "m3", "funds_released", "33.33", "2026-04-05 09:00:00"),
+            event("e7", "m1", "payout_paid", "100.00", "2026-03-10 00:00:00"),
+        ],
+    )
+    dbt("build")
+    history.assert_view_matches(warehouse)
+
+    # A new batch: new events, a late event, exact and conflicting duplicates, every kind of bad row.
+    history.land_events(
+        warehouse,
+        [
+            event("e8", "m1", "chargeback_opened", "50.00", "2026-04-01 00:00:00"),
+            event("e9", "m1", "chargeback_lost", "50.00", "2026-04-20 00:00:00"),
+            event("e10", "m2", "refund_posted", "5.55", "2026-02-20 00:00:00", currency="EUR"),  # late
+            event("e2", "m1", "funds_released", "200.00", "2026-03-03 10:00:00"),  # exact duplicate
+            event("e3", "m2", "capture_settled", "81.00", "2026-03-02 09:00:00", currency="EUR"),  # conflicting
+            event(None, "m1", "capture_settled", "1.00", "2026-04-01 00:00:00"),
+            event("b1", " ", "capture_settled", "1.00", "2026-04-01 00:00:00"),
+            event("b2", "m1", "capture_pending", "1.00", "2026-04-01 00:00:00"),
+            event("b3", "m1", "capture_settled", "0.00", "2026-04-01 00:00:00"),
+            event("b4", "m1", "capture_settled", "-1.00", "2026-04-01 00:00:00"),
+            event("b5", "m1", "capture_settled", None, "2026-04-01 00:00:00"),
+            event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="usd"),
+            event("b7", "m1", "capture_settled", "1.00", None),
+            event("e11", "m3", "reserve_released", "1.00", "2026-04-10 00:00:00"),
+            event("e12", "m3", "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
+            event("e13", "m3", "chargeback_won", "2.00", "2026-04-12 00:00:00"),
+            event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00"),  # valid copy after an invalid one
+        ],
+    )
+    dbt("build")
+    history.assert_view_matches(warehouse)
+    reasons = {r["rejection_reason"] for r in warehouse.rows("select rejection_reason from payledger.payment_event_rejects")}
+    assert reasons == {
+        "missing_event_id", "missing_merchant_id", "unknown_event_type", "invalid_amount",
+        "invalid_currency", "missing_event_time", "exact_duplicate", "conflicting_duplicate",
+    }
+
+    # Retroactive policy change for retail from 2026-03-15: only m3's April release changes.
+    untouched = view_rows(warehouse)
+    history.land_policies(warehouse, [policy("retail", "0.2500", "2026-03-15")])
+    dbt("build")
+    history.assert_view_matches(warehouse)
+    after = view_rows(warehouse)
+    changed = {key for key in after if after[key] != untouched[key]}
+    assert changed == {("m3", "USD")}, changed
+
+    # Segment move: m1 joins travel from 2026-03-02 (before its release on 03-03).
+    history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])
+    dbt("build")
+    history.assert_view_matches(warehouse)
+
+
+def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, warehouse):
+    seed_reference_data(warehouse)
+    warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"), event("e2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")])
+    dbt("build")
+    warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
+
+    result = dbt("test", "--select", "assert_merchant_balance_current_reconciles", check=False)
+    assert not result.success
+    assert result.status("assert_merchant_balance_current_reconciles") == "fail"
+    failures = warehouse.rows("select * from payledger_audit.merchant_balance_reconciliation_failures")
+    assert [(f["merchant_id"], f["currency"], f["view_pending_balance"], f["replayed_pending_balance"]) for f in failures] == [
+        ("m2", "USD", Decimal("8.00"), Decimal("7.00"))
+    ]
+
+
+def test_full_refresh_of_the_view_is_refused_without_the_switch(dbt, warehouse):
+    seed_reference_data(warehouse)
+    warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00")])
+    dbt("build")
+    before = view_rows(warehouse)
+    refused = dbt("run", "--select", "merchant_balance_current", "--full-refresh", check=False)
+    assert not refused.success
+    assert "allow_full_refresh" in str(refused.failures() or refused.exception)
+    assert view_rows(warehouse) == before

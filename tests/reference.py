@@ -1,0 +1,143 @@
+"""An independent reference of the balance fold, for tests only.
+
+Plain Python with ``decimal.Decimal``; it imports nothing from the dbt project or from ``payledger``.
+It follows the written rules of the README ("The fold"), not the SQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+EVENT_TYPES = {
+    "capture_settled",
+    "funds_released",
+    "reserve_released",
+    "refund_posted",
+    "chargeback_opened",
+    "chargeback_won",
+    "chargeback_lost",
+    "payout_paid",
+}
+CURRENCY = re.compile(r"[A-Z]{3}")
+
+
+@dataclass(frozen=True)
+class PolicyVersion:
+    """A reserve policy version; ``observed`` orders observations (higher = later)."""
+
+    segment: str
+    reserve_pct: Decimal
+    effective_from: dt.date
+    observed: int
+
+
+@dataclass(frozen=True)
+class SegmentVersion:
+    """A merchant's segment version; ``observed`` orders observations (higher = later)."""
+
+    merchant_id: str
+    segment: str
+    effective_from: dt.date
+    observed: int
+
+
+@dataclass
+class Balance:
+    available: Decimal = Decimal("0.00")
+    pending: Decimal = Decimal("0.00")
+    reserve: Decimal = Decimal("0.00")
+    last_event_time: dt.datetime | None = None
+    source_watermark: int = 0
+
+
+def _blank(value: str | None) -> bool:
+    return value is None or value.strip() == ""
+
+
+def validation_reason(event: dict) -> str | None:
+    """The first failing validation check of a landed event row, or None."""
+    if _blank(event["event_id"]):
+        return "missing_event_id"
+    if _blank(event["merchant_id"]):
+        return "missing_merchant_id"
+    if event["event_type"] not in EVENT_TYPES:
+        return "unknown_event_type"
+    if event["amount"] is None or event["amount"] <= 0:
+        return "invalid_amount"
+    if event["currency"] is None or not CURRENCY.fullmatch(event["currency"]):
+        return "invalid_currency"
+    if event["event_time"] is None:
+        return "missing_event_time"
+    return None
+
+
+PAYLOAD = ("merchant_id", "currency", "event_type", "amount", "event_time")
+
+
+def classify(events: list[dict]) -> tuple[list[dict], dict[int, str]]:
+    """Split landed rows (each with ``ingest_seq``) into accepted rows and ``{ingest_seq: reason}``."""
+    accepted: dict[str, dict] = {}
+    rejects: dict[int, str] = {}
+    for event in sorted(events, key=lambda e: e["ingest_seq"]):
+        reason = validation_reason(event)
+        if reason is None and event["event_id"] in accepted:
+            first = accepted[event["event_id"]]
+            same = all(first[name] == event[name] for name in PAYLOAD)
+            reason = "exact_duplicate" if same else "conflicting_duplicate"
+        if reason is None:
+            accepted[event["event_id"]] = event
+        else:
+            rejects[event["ingest_seq"]] = reason
+    return list(accepted.values()), rejects
+
+
+def reserve_pct(merchant_id: str, day: dt.date, segments: list[SegmentVersion], policies: list[PolicyVersion]) -> Decimal:
+    """The rate in effect for a merchant on a day: latest observed applicable versions, else 0."""
+    applicable = [v for v in segments if v.merchant_id == merchant_id and v.effective_from <= day]
+    if not applicable:
+        return Decimal("0")
+    segment = max(applicable, key=lambda v: v.observed).segment
+    rates = [p for p in policies if p.segment == segment and p.effective_from <= day]
+    if not rates:
+        return Decimal("0")
+    return max(rates, key=lambda p: p.observed).reserve_pct
+
+
+def fold(events: list[dict], segments: list[SegmentVersion], policies: list[PolicyVersion]) -> tuple[dict[tuple[str, str], Balance], dict[int, str]]:
+    """Balances per (merchant_id, currency) and rejects per ingest_seq for the landed rows."""
+    accepted, rejects = classify(events)
+    balances: dict[tuple[str, str], Balance] = {}
+    for event in accepted:
+        a = event["amount"]
+        b = balances.setdefault((event["merchant_id"], event["currency"]), Balance())
+        kind = event["event_type"]
+        if kind == "capture_settled":
+            b.pending += a
+        elif kind == "funds_released":
+            r = reserve_pct(event["merchant_id"], event["event_time"].date(), segments, policies)
+            h = (a * r).quantize(CENT, rounding=ROUND_HALF_UP)
+            b.available += a - h
+            b.pending -= a
+            b.reserve += h
+        elif kind == "reserve_released":
+            b.available += a
+            b.reserve -= a
+        elif kind == "refund_posted":
+            b.available -= a
+        elif kind == "chargeback_opened":
+            b.available -= a
+            b.reserve += a
+        elif kind == "chargeback_won":
+            b.available += a
+            b.reserve -= a
+        elif kind == "chargeback_lost":
+            b.reserve -= a
+        elif kind == "payout_paid":
+            b.available -= a
+        b.last_event_time = max(filter(None, [b.last_event_time, event["event_time"]]))
+        b.source_watermark = max(b.source_watermark, event["ingest_seq"])
+    return balances, rejects
