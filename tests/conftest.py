@@ -24,7 +24,8 @@ os.environ.setdefault("PAYLEDGER_DRIVER_MEMORY", "4g")
 os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "2")
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
 
-from tests.support import DbtProject, Landing, reset_warehouse  # noqa: E402
+from payledger.warehouse import drop_project_schemas  # noqa: E402
+from tests.support import DbtProject, Landing  # noqa: E402
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
@@ -40,11 +41,11 @@ def spark():
 
 @pytest.fixture(scope="session")
 def dbt(spark) -> DbtProject:  # noqa: ARG001 - the session must exist before dbt starts
-    return DbtProject(ROOT, WAREHOUSE / "dbt")
+    return DbtProject(WAREHOUSE / "dbt")
 
 
 @pytest.fixture
 def warehouse(spark) -> Landing:
     """An empty warehouse and a helper that lands rows through ``payledger load``."""
-    reset_warehouse(spark)
+    drop_project_schemas(spark)
     return Landing(spark, WAREHOUSE / "files", Path(os.environ["PAYLEDGER_WAREHOUSE"]))

@@ -13,73 +13,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from payledger.contract import LANDING_TABLES
+from payledger.dbt import DbtInvocation, run_dbt
 from payledger.load import load_file
-
-VIEW = "payledger.merchant_balance_current"
-
-
-@dataclass
-class DbtResult:
-    """What one dbt invocation did: success, per-node status and the run_results entries."""
-
-    success: bool
-    invocation_id: str
-    nodes: dict[str, Any]
-    exception: BaseException | None
-
-    def status(self, name: str) -> str:
-        matches = [str(r.status) for uid, r in self.nodes.items() if uid.split(".")[-1] == name or uid.endswith("." + name)]
-        assert matches, f"node {name} did not run; ran: {sorted(self.nodes)}"
-        return matches[0]
-
-    def failures(self) -> list[str]:
-        return [f"{uid}: {r.status} {r.message}" for uid, r in self.nodes.items() if str(r.status) in {"error", "fail"}]
-
+from payledger.warehouse import VIEW
 
 class DbtProject:
-    """Runs dbt commands on the project through ``dbtRunner`` (never by scraping CLI output)."""
+    """Runs dbt commands on the project in-process, keeping artefacts out of the repo's target/."""
 
-    def __init__(self, root: Path, artefacts: Path) -> None:
-        self.root = root
+    def __init__(self, artefacts: Path) -> None:
         self.artefacts = artefacts
 
-    def __call__(self, *args: str, check: bool = True) -> DbtResult:
-        from dbt.cli.main import dbtRunner
-
-        argv = [
-            *args,
-            "--project-dir", str(self.root),
-            "--profiles-dir", str(self.root / "profiles"),
-            "--target-path", str(self.artefacts / "target"),
-            "--log-path", str(self.artefacts / "logs"),
-            "--quiet",
-        ]
-        outcome = dbtRunner().invoke(argv)
-        nodes = {}
-        invocation_id = ""
-        if outcome.result is not None and hasattr(outcome.result, "results"):
-            nodes = {r.node.unique_id: r for r in outcome.result.results}
-            invocation_id = outcome.result.args.get("invocation_id", "") if hasattr(outcome.result, "args") else ""
-        result = DbtResult(bool(outcome.success), invocation_id, nodes, outcome.exception)
+    def __call__(self, *args: str, check: bool = True) -> DbtInvocation:
+        result = run_dbt(*args, target_path=self.artefacts / "target", log_path=self.artefacts / "logs")
         if check:
             assert result.success, f"dbt {' '.join(args)} failed: {result.failures() or result.exception}"
         return result
-
-
-def reset_warehouse(spark) -> None:
-    """Drop every PayLedger schema (landing, staging, snapshots, marts, audit) with its tables."""
-    # Iceberg's HiveCatalog does not drop a namespace with CASCADE: drop its views and tables first.
-    for row in spark.sql("show databases").collect():
-        name = row[0]
-        if not name.startswith("payledger"):
-            continue
-        views = {v["viewName"] for v in spark.sql(f"show views in {name}").collect() if not v["isTemporary"]}
-        for view in views:
-            spark.sql(f"drop view if exists {name}.{view}")
-        for table in spark.sql(f"show tables in {name}").collect():
-            if table["tableName"] not in views and not table["isTemporary"]:
-                spark.sql(f"drop table if exists {name}.{table['tableName']} purge")
-        spark.sql(f"drop database if exists {name}")
 
 
 @dataclass

@@ -55,8 +55,8 @@ def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path |
 @click.argument("file", type=click.Path(path_type=Path))
 def load_command(kind: str, file: Path) -> None:
     """Load a Parquet or CSV FILE into a landing table (events append; policies, merchants upsert)."""
-    from payledger.load import LoadError, default_warehouse, load_file
-    from payledger.spark import get_spark
+    from payledger.load import LoadError, load_file
+    from payledger.spark import default_warehouse, get_spark
 
     try:
         rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
@@ -96,3 +96,21 @@ def sql_command(query: str, fmt: str) -> None:
     writer.writerow(frame.columns)
     for row in rows:
         writer.writerow([_plain(v) for v in row])
+
+
+@main.command("demo")
+@click.option("--events", type=click.IntRange(min=1000), default=300_000, show_default=True)
+@click.option("--merchants", type=click.IntRange(min=10), default=2_000, show_default=True)
+def demo_command(events: int, merchants: int) -> None:
+    """Run the main job end to end on the embedded default warehouse (drops its previous demo data)."""
+    from rich.console import Console
+
+    from payledger.demo import DemoFailed, run_demo
+    from payledger.spark import PROJECT_ROOT
+
+    try:
+        reconciled = run_demo(events, merchants, PROJECT_ROOT / "data" / "demo", Console())
+    except DemoFailed as error:
+        click.echo(f"payledger demo: {error}", err=True)
+        sys.exit(1)
+    sys.exit(0 if reconciled else 1)

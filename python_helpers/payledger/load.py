@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,25 +29,36 @@ class LoadError(Exception):
     """A file that cannot be loaded: wrong schema, unreadable or invalid content. Nothing was written."""
 
 
-def _read_batches(path: Path, expected: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Yield the file's record batches with string columns for CSV and native types for Parquet."""
+def _open(path: Path, expected: pa.Schema) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Open a file: its column schema (read from the header or footer) and an iterator of batches.
+
+    CSV columns are all read as strings (parsed later, column by column); Parquet keeps its types.
+    """
     if not path.is_file():
         raise LoadError(f"{path}: no such file")
     suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise LoadError(f"{path}: expected a .parquet or .csv file")
     try:
         if suffix == ".parquet":
-            yield from pq.ParquetFile(path).iter_batches(batch_size=1_000_000)
-        elif suffix == ".csv":
-            convert = pacsv.ConvertOptions(
-                column_types={field.name: pa.string() for field in expected},
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-            )
-            yield from pacsv.open_csv(path, convert_options=convert)
-        else:
-            raise LoadError(f"{path}: expected a .parquet or .csv file")
+            parquet = pq.ParquetFile(path)
+            return parquet.schema_arrow, parquet.iter_batches(batch_size=1_000_000)
+        convert = pacsv.ConvertOptions(
+            column_types={field.name: pa.string() for field in expected},
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        )
+        reader = pacsv.open_csv(path, convert_options=convert)
+        return reader.schema, iter(reader)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
-        raise LoadError(f"{path}: cannot read the file as {suffix[1:] or 'data'}: {error}") from None
+        raise LoadError(f"{path}: cannot read the file as {suffix[1:]}: {error}") from None
+
+
+def _read_batches(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from batches
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
+        raise LoadError(f"{path}: cannot read the file: {error}") from None
 
 
 def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
@@ -79,16 +89,17 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
 
 def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[pa.RecordBatch]:
     """Yield batches in the contract schema plus ``_file_row``; raise LoadError on the first problem."""
+    schema, batches = _open(path, expected)
+    names = set(schema.names)
+    missing = [f.name for f in expected if f.name not in names and f.name not in optional]
+    unexpected = sorted(names - set(expected.names))
+    if missing or unexpected:
+        raise LoadError(
+            f"{path}: wrong columns: missing {missing or 'none'}, unexpected {unexpected or 'none'}; "
+            f"expected {expected.names} ({', '.join(sorted(optional)) or 'none'} optional)"
+        )
     row = 0
-    for batch in _read_batches(path, expected):
-        names = set(batch.schema.names)
-        missing = [f.name for f in expected if f.name not in names and f.name not in optional]
-        unexpected = sorted(names - set(expected.names))
-        if missing or unexpected:
-            raise LoadError(
-                f"{path}: wrong columns: missing {missing or 'none'}, unexpected {unexpected or 'none'}; "
-                f"expected {expected.names} ({', '.join(sorted(optional)) or 'none'} optional)"
-            )
+    for batch in _read_batches(path, batches):
         arrays = [
             _convert_column(path, batch.column(f.name), f, row)
             if f.name in names
@@ -218,11 +229,3 @@ def _upsert_current_state(spark, path: Path, target: str, staged: pa.Table, stag
         """
     )
     return int(written)
-
-
-def default_warehouse() -> Path:
-    """The warehouse folder: ``$PAYLEDGER_WAREHOUSE`` or ``$PAYLEDGER_HOME/warehouse`` (repo root)."""
-    from payledger.spark import PROJECT_ROOT
-
-    home = Path(os.environ.get("PAYLEDGER_HOME", PROJECT_ROOT))
-    return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))

@@ -30,6 +30,13 @@ def project_environment() -> None:
     os.environ.setdefault("PAYLEDGER_HOME", str(PROJECT_ROOT))
 
 
+def default_warehouse() -> Path:
+    """The warehouse folder: ``$PAYLEDGER_WAREHOUSE`` or ``$PAYLEDGER_HOME/warehouse`` (repo root)."""
+    project_environment()
+    home = Path(os.environ["PAYLEDGER_HOME"])
+    return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))
+
+
 def spark_conf(target: str = "local") -> dict[str, str]:
     """Return the Spark configuration of a dbt profile target as ``{key: value}`` strings.
 
@@ -52,6 +59,7 @@ def get_spark(target: str = "local"):  # -> pyspark.sql.SparkSession
     """
     from pyspark.sql import SparkSession
 
+    default_warehouse().mkdir(parents=True, exist_ok=True)  # Derby writes its log there
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in spark_conf(target).items():
         builder = builder.config(key, value)

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from payledger.warehouse import table_commits
 from tests import reference
 from tests.support import VIEW, event, merchant, policy
 
@@ -20,9 +21,7 @@ def view_rows(warehouse) -> dict[tuple[str, str], dict]:
 
 
 def view_snapshots(warehouse) -> list[dict]:
-    return warehouse.rows(
-        f"select snapshot_id, parent_id, operation, summary from {VIEW}.snapshots order by committed_at"
-    )
+    return table_commits(warehouse.spark, VIEW)
 
 
 def seed_reference_data(warehouse) -> None:

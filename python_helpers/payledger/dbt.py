@@ -1,0 +1,66 @@
+"""Run dbt on the project in-process through ``dbtRunner``, sharing this process's Spark session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from payledger.spark import PROJECT_ROOT, project_environment
+
+
+@dataclass
+class DbtInvocation:
+    """One dbt invocation: ``success``, its ``invocation_id`` and the run results by node unique_id.
+
+    ``nodes[uid]`` is dbt's RunResult (``status``, ``execution_time`` in seconds, ``adapter_response``,
+    ``message``). ``exception`` is set when dbt itself failed (for example a compilation error).
+    """
+
+    args: tuple[str, ...]
+    success: bool
+    invocation_id: str
+    nodes: dict[str, Any]
+    exception: BaseException | None
+
+    def status(self, name: str) -> str:
+        """Status of the node whose name is ``name``; raises ``KeyError`` if it did not run."""
+        for uid, result in self.nodes.items():
+            if uid.split(".")[-1] == name:
+                return str(result.status)
+        raise KeyError(f"node {name} did not run; ran: {sorted(self.nodes)}")
+
+    def failures(self) -> list[str]:
+        """One line per node that errored or failed, with dbt's message."""
+        return [f"{uid}: {r.status} {r.message}" for uid, r in self.nodes.items() if str(r.status) in {"error", "fail"}]
+
+    def timings(self, resource_types: tuple[str, ...] = ("model", "snapshot")) -> dict[str, float]:
+        """Execution seconds per node name, for nodes of the given resource types."""
+        return {
+            uid.split(".")[-1]: float(r.execution_time)
+            for uid, r in self.nodes.items()
+            if uid.split(".")[0] in resource_types
+        }
+
+
+def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None = None, quiet: bool = True) -> DbtInvocation:
+    """Invoke ``dbt <args>`` on the project (profiles in ``profiles/``) and return what it did.
+
+    dbt-spark's ``session`` method reuses this process's SparkSession if one exists. Never raises for
+    a failed run: check ``success``.
+    """
+    from dbt.cli.main import dbtRunner
+    from dbt_common.invocation import get_invocation_id
+
+    project_environment()
+    argv = [*args, "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
+    if target_path is not None:
+        argv += ["--target-path", str(target_path)]
+    if log_path is not None:
+        argv += ["--log-path", str(log_path)]
+    if quiet:
+        argv.append("--quiet")
+    outcome = dbtRunner().invoke(argv)
+    results = getattr(outcome.result, "results", None) or []
+    nodes = {r.node.unique_id: r for r in results}
+    return DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception)

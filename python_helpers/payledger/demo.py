@@ -1,0 +1,138 @@
+"""``payledger demo``: the main job end to end on the embedded default warehouse.
+
+Generate a history, load it, ``dbt build``; load a new batch (duplicates, late events, bad rows),
+``dbt build``; change one segment's reserve policy retroactively, ``dbt build``; print a summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.table import Table
+
+from payledger.contract import POLICY_FILE_SCHEMA
+from payledger.dbt import DbtInvocation, run_dbt
+from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
+from payledger.load import load_file
+from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
+from payledger.warehouse import RECONCILIATION_FAILURES, VIEW, drop_project_schemas, records_added, table_commits
+
+
+@dataclass
+class Step:
+    """One ``dbt build`` of the demo and what it wrote to the view."""
+
+    name: str
+    build: DbtInvocation
+    records_written: int
+    seconds: float
+
+
+class DemoFailed(RuntimeError):
+    """A dbt build of the demo failed; the message lists the failing nodes."""
+
+
+def _build(console: Console, spark, name: str) -> Step:
+    before = table_commits(spark, VIEW) if spark.catalog.tableExists(VIEW) else []
+    started = time.monotonic()
+    build = run_dbt("build")
+    seconds = time.monotonic() - started
+    after = table_commits(spark, VIEW) if spark.catalog.tableExists(VIEW) else []
+    step = Step(name, build, records_added(after[len(before) :]), seconds)
+    console.print(f"[bold]{name}[/]: dbt build {'ok' if build.success else 'FAILED'} in {seconds:.1f}s, {step.records_written} view records written")
+    errors = [line for line in build.failures() if not line.startswith("test.")]
+    if build.exception is not None or errors:
+        raise DemoFailed(f"{name}: {errors or build.exception}")
+    return step
+
+
+def _retroactive_policy(history: Path, out: Path, end_date: dt.date) -> tuple[str, Decimal, dt.date]:
+    """Raise the first segment's reserve_pct by 5 points, effective 30 days before the end of history."""
+    policies = pq.read_table(history / POLICY_FILE).to_pylist()
+    segment = policies[0]["segment"]
+    pct = min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))
+    effective = end_date - dt.timedelta(days=30)
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table(
+            {"segment": [segment], "reserve_pct": pa.array([pct], POLICY_FILE_SCHEMA.field("reserve_pct").type), "effective_from": pa.array([effective], pa.date32())}
+        ),
+        out / POLICY_FILE,
+    )
+    return segment, pct, effective
+
+
+def run_demo(events: int, merchants: int, data_dir: Path, console: Console) -> bool:
+    """Run the demo; returns True when every build passed and the view reconciled."""
+    end_date = dt.date(2026, 11, 1)
+    history, batch, change = data_dir / "history", data_dir / "batch", data_dir / "policy_change"
+    console.print(f"Generating {events:,} events for {merchants:,} merchants into {history}")
+    generate(GenerateOptions(events=events, merchants=merchants, end_date=end_date), history)
+    generate_batch(
+        GenerateOptions(events=max(100, events // 100), merchants=merchants, days=3, end_date=end_date + dt.timedelta(days=3), seed=43),
+        history / EVENT_FILE,
+        batch,
+        id_prefix="b43_",
+    )
+    segment, pct, effective = _retroactive_policy(history, change, end_date)
+
+    spark = get_spark()
+    warehouse = default_warehouse()
+    dropped = drop_project_schemas(spark)
+    if dropped:
+        console.print(f"Dropped the previous demo's schemas: {', '.join(dropped)}")
+    steps: list[Step] = []
+    load_file(spark, "merchants", history / MERCHANT_FILE, warehouse)
+    load_file(spark, "reserve_policies", history / POLICY_FILE, warehouse)
+    loaded = load_file(spark, "payment_events", history / EVENT_FILE, warehouse)
+    console.print(f"Loaded {loaded:,} event rows")
+    steps.append(_build(console, spark, "1 history"))
+    loaded = load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
+    console.print(f"Loaded a new batch of {loaded:,} event rows (re-sent duplicates, late events, bad rows)")
+    steps.append(_build(console, spark, "2 new batch"))
+    load_file(spark, "reserve_policies", change / POLICY_FILE, warehouse)
+    console.print(f"Changed the reserve policy of segment {segment!r} to {pct} effective {effective}")
+    steps.append(_build(console, spark, "3 policy change"))
+    return _summary(console, spark, steps, warehouse)
+
+
+def _summary(console: Console, spark, steps: list[Step], warehouse: Path) -> bool:
+    view_rows = spark.sql(f"select count(*) as n from {VIEW}").first()["n"]
+    rejects = spark.sql("select rejection_reason, count(*) as n from payledger.payment_event_rejects group by 1 order by 1").collect()
+    reconciled = all(s.build.success for s in steps)
+    console.rule("PayLedger demo summary")
+    console.print(f"Rows in {VIEW}: {view_rows:,}")
+    console.print("Rejected rows: " + ", ".join(f"{r['rejection_reason']} {r['n']}" for r in rejects))
+    if reconciled:
+        console.print("Reconciliation: [green]reconciled[/] (the view equals the fold over canonical history after every build)")
+    else:
+        console.print("Reconciliation: [red]differences[/]")
+        for failure in steps[-1].build.failures():
+            console.print(f"  {failure}")
+        if spark.catalog.tableExists(RECONCILIATION_FAILURES):
+            for row in spark.sql(f"select * from {RECONCILIATION_FAILURES} limit 20").collect():
+                console.print(f"  {row.asDict()}")
+    table = Table(title="Builds")
+    table.add_column("build")
+    table.add_column("view records written", justify="right")
+    table.add_column("wall s", justify="right")
+    for step in steps:
+        table.add_row(step.name, f"{step.records_written:,}", f"{step.seconds:.1f}")
+    console.print(table)
+    timings = Table(title="Model and snapshot execution seconds per build")
+    timings.add_column("node")
+    for step in steps:
+        timings.add_column(step.name, justify="right")
+    for node in sorted(steps[0].build.timings()):
+        timings.add_row(node, *(f"{s.build.timings().get(node, 0.0):.2f}" for s in steps))
+    console.print(timings)
+    console.print(f"Warehouse: {warehouse} (Iceberg tables under iceberg/, Derby metastore in metastore_db/)")
+    console.print(f"Generated files: {PROJECT_ROOT / 'data' / 'demo'}; dbt artefacts: {PROJECT_ROOT / 'target'}")
+    return reconciled

@@ -1,0 +1,107 @@
+"""``payledger load`` and ``payledger sql``: contract checks that load nothing on bad files."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from payledger.cli import main
+from payledger.load import LoadError, load_file
+from tests.support import event, merchant, policy
+
+pytestmark = pytest.mark.integration
+
+
+def landed(warehouse, table: str) -> int:
+    return warehouse.rows(f"select count(*) as n from payledger_raw.{table}")[0]["n"]
+
+
+def test_events_get_ingest_positions_in_file_order(warehouse):
+    warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+    warehouse.load("payment_events", [event(f"e{i}", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00") for i in range(5)])
+    rows = warehouse.rows("select event_id, ingest_seq from payledger_raw.payment_events order by ingest_seq")
+    assert [r["event_id"] for r in rows] == ["a", "e0", "e1", "e2", "e3", "e4"]
+    assert [r["ingest_seq"] for r in rows] == [1, 2, 3, 4, 5, 6]
+
+
+def test_csv_events_load_with_parsed_types(warehouse, tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text(
+        "event_id,merchant_id,currency,event_type,amount,event_time\n"
+        "c1,m1,USD,capture_settled,12.34,2026-10-01T12:00:00Z\n"
+        "c2,m1,USD,capture_settled,,2026-10-01 13:00:00\n"
+    )
+    assert load_file(warehouse.spark, "payment_events", path, warehouse.warehouse) == 2
+    rows = warehouse.rows("select event_id, amount, cast(event_time as string) t from payledger_raw.payment_events order by ingest_seq")
+    assert rows == [
+        {"event_id": "c1", "amount": Decimal("12.34"), "t": "2026-10-01 12:00:00"},
+        {"event_id": "c2", "amount": None, "t": "2026-10-01 13:00:00"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.csv", "event_id,merchant_id,currency,event_type,amount\nx,m,USD,payout_paid,1\n", "missing \\['event_time'\\]"),
+        ("extra.csv", "event_id,merchant_id,currency,event_type,amount,event_time,ingest_seq\n", "unexpected \\['ingest_seq'\\]"),
+        ("amount.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,ten,2026-01-01 00:00:00\n", "column amount"),
+        ("time.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,1,yesterday\n", "column event_time"),
+        ("empty.csv", "", "cannot read|no rows"),
+        ("header_only.csv", "event_id,merchant_id,currency,event_type,amount,event_time\n", "no rows"),
+        ("garbage.csv", '"unterminated,\x00\x01\n1,2\n', "cannot read|wrong columns"),
+        ("not_parquet.parquet", "this is not parquet", "cannot read"),
+        ("events.json", "{}", "expected a .parquet or .csv"),
+    ],
+)
+def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name, content, message):
+    warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(LoadError, match=message):
+        load_file(warehouse.spark, "payment_events", path, warehouse.warehouse)
+    assert landed(warehouse, "payment_events") == 1
+
+
+def test_float_money_and_wrong_parquet_types_are_refused(warehouse, tmp_path):
+    path = tmp_path / "floats.parquet"
+    pq.write_table(pa.table({"event_id": ["x"], "merchant_id": ["m"], "currency": ["USD"], "event_type": ["payout_paid"], "amount": [1.1], "event_time": pa.array([0], pa.timestamp("us"))}), path)
+    with pytest.raises(LoadError, match="never a float"):
+        load_file(warehouse.spark, "payment_events", path, warehouse.warehouse)
+
+
+def test_policies_upsert_current_state_and_refuse_bad_rows(warehouse):
+    assert warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")]) == 2
+    # Re-sending an unchanged row writes nothing; a changed one overwrites the current state.
+    assert warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01"), policy("travel", "0.0500", "2026-01-01")]) == 1
+    rows = warehouse.rows("select segment, reserve_pct from payledger_raw.reserve_policies order by segment")
+    assert rows == [{"segment": "retail", "reserve_pct": Decimal("0.2000")}, {"segment": "travel", "reserve_pct": Decimal("0.0500")}]
+    with pytest.raises(LoadError, match="within \\[0, 1\\]"):
+        warehouse.load("reserve_policies", [policy("retail", "1.5000", "2026-01-01")])
+    with pytest.raises(LoadError, match="must be unique"):
+        warehouse.load("reserve_policies", [policy("retail", "0.1", "2026-01-01"), policy("retail", "0.2", "2026-01-01")])
+    with pytest.raises(LoadError, match="is empty"):
+        warehouse.load("merchants", [{"merchant_id": "m1", "segment": None, "segment_effective_from": None}])
+    import datetime as dt
+
+    stale = {**merchant("m1", "retail", "2026-01-01"), "updated_at": dt.datetime(2020, 1, 1, tzinfo=dt.UTC)}
+    with pytest.raises(LoadError, match="must move forward"):
+        warehouse.load("merchants", [stale])
+    assert landed(warehouse, "merchants") == 0
+
+
+def test_sql_command_prints_csv_and_json(warehouse):
+    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01")])
+    runner = CliRunner()
+    query = "select segment, reserve_pct, effective_from from payledger_raw.reserve_policies"
+    as_csv = runner.invoke(main, ["sql", query])
+    assert as_csv.exit_code == 0, as_csv.output
+    assert as_csv.output.splitlines() == ["segment,reserve_pct,effective_from", "retail,0.1000,2026-01-01"]
+    as_json = runner.invoke(main, ["sql", query, "--format", "json"])
+    assert json.loads(as_json.output) == [{"segment": "retail", "reserve_pct": "0.1000", "effective_from": "2026-01-01"}]
+    broken = runner.invoke(main, ["sql", "select * from nowhere"])
+    assert broken.exit_code == 1 and "nowhere" in broken.output
