@@ -121,10 +121,14 @@ def _load_lock(warehouse: Path) -> Iterator[None]:
 
 
 def ensure_landing_tables(spark) -> None:
-    """Create schema ``payledger_raw`` and its three landing tables (Iceberg) when they do not exist."""
+    """Create schema ``payledger_raw`` and its three landing tables when they do not exist.
+
+    No ``using`` clause: the table format is the target catalog's (Iceberg on ``local``, Delta Lake
+    on ``delta`` through ``spark.sql.sources.default``), as configured in profiles/profiles.yml.
+    """
     spark.sql(f"create database if not exists {RAW_SCHEMA}")
     for table, (columns, _, _) in LANDING_TABLES.items():
-        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns}) using iceberg")
+        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns})")
 
 
 def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> None:

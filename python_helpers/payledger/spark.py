@@ -37,7 +37,12 @@ def default_warehouse() -> Path:
     return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))
 
 
-def spark_conf(target: str = "local") -> dict[str, str]:
+def default_target() -> str:
+    """The dbt target the CLI uses: ``$PAYLEDGER_TARGET`` or ``local`` (as in profiles.yml)."""
+    return os.environ.get("PAYLEDGER_TARGET", "local")
+
+
+def spark_conf(target: str | None = None) -> dict[str, str]:
     """Return the Spark configuration of a dbt profile target as ``{key: value}`` strings.
 
     Source: ``profiles/profiles.yml``, output ``target``, key ``server_side_parameters``, rendered
@@ -45,13 +50,13 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     """
     project_environment()
     profile = yaml.safe_load(PROFILES_PATH.read_text())["payledger"]["outputs"]
-    params: dict[str, Any] = profile[target].get("server_side_parameters", {})
+    params: dict[str, Any] = profile[target or default_target()].get("server_side_parameters", {})
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.globals["env_var"] = _env_var
     return {key: env.from_string(str(value)).render() for key, value in params.items()}
 
 
-def get_spark(target: str = "local"):  # -> pyspark.sql.SparkSession
+def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     """Return the process's SparkSession, creating it with ``spark_conf(target)`` if none exists.
 
     Like dbt-spark's ``session`` method this enables Hive support and calls ``getOrCreate``, so a
