@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='append',
         on_schema_change='fail',
+        partition_by=['event_date'],
     )
 }}
 
@@ -11,6 +12,7 @@
     dedup: among the valid copies of an event_id the lowest ingest_seq wins, and later copies are
     exact or conflicting duplicates of it. Incremental runs classify only rows past this model's own
     watermark (max ingest_seq), looking up earlier accepted copies of the same event_ids.
+    Partitioned by event_date so that a replay from day D reads canonical events from D on only.
 -#}
 
 with events as (

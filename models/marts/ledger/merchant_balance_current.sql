@@ -16,73 +16,80 @@
 {{ guard_full_refresh() }}
 
 {#-
-    One row per (merchant_id, currency). An incremental run recomputes only the keys that
-    balance_invalidated_keys() returns and merges only the rows whose values changed, in one commit.
+    One row per (merchant_id, currency), summed from the daily checkpoint. An incremental run
+    recomputes only the keys whose checkpoint rows were written by this invocation or are past the
+    view's watermarks (so a run killed between the two models is caught up), and merges only the
+    rows whose values changed, in one commit. policy_observed_at changes with a row's values: a
+    policy change that leaves a balance as it was does not rewrite it, so the policy watermark is
+    the greater of the view's and the audit's (balance_invalidations, written after the view).
 -#}
 
-with accepted_events as (
-    select * from {{ ref('int_payment_events_classified') }}
-    where is_accepted
+{%- set marks = balance_watermarks() %}
+
+with daily_balances as (
+    select * from {{ ref('int_merchant_daily_balances') }}
 ),
 
 {% if is_incremental() %}
-invalidated_keys as (
-    {{ balance_invalidated_keys(this) }}
+view_watermarks as (
+    select
+        coalesce(max(source_watermark), 0) as source_watermark,
+        greatest(
+            coalesce(max(policy_observed_at), timestamp '1970-01-01 00:00:00'),
+            timestamp {{ quoted_literal(marks.audited_policy_observed_at or '1970-01-01 00:00:00') }}
+        ) as policy_observed_at
+    from {{ this }}
 ),
 
-replayed_events as (
-    select accepted_events.*
-    from accepted_events
+invalidated_keys as (
+    select distinct daily_balances.merchant_id, daily_balances.currency
+    from daily_balances
+    cross join view_watermarks
+    where daily_balances.written_by_invocation_id = '{{ invocation_id }}'
+        or daily_balances.source_watermark > view_watermarks.source_watermark
+        or daily_balances.policy_observed_at > view_watermarks.policy_observed_at
+),
+
+replayed_days as (
+    select daily_balances.*
+    from daily_balances
     left semi join invalidated_keys
-        on accepted_events.merchant_id = invalidated_keys.merchant_id
-        and accepted_events.currency = invalidated_keys.currency
+        on daily_balances.merchant_id = invalidated_keys.merchant_id
+        and daily_balances.currency = invalidated_keys.currency
 ),
 {% else %}
-replayed_events as (
-    select * from accepted_events
+replayed_days as (
+    select * from daily_balances
 ),
 {% endif %}
-
-posted as (
-    {{ post_payment_events('replayed_events') }}
-),
-
-observations as (
-    select max(observed_at) as policy_observed_at
-    from (
-        select observed_at from {{ ref('int_merchant_segment_versions') }}
-        union all
-        select observed_at from {{ ref('int_reserve_policy_versions') }}
-    )
-),
 
 balances as (
     select
         merchant_id,
         currency,
-        cast(sum(available_delta) as decimal(18, 2)) as available_balance,
-        cast(sum(pending_delta) as decimal(18, 2)) as pending_balance,
-        cast(sum(reserve_delta) as decimal(18, 2)) as reserve_hold,
-        max(event_time) as last_event_time,
-        max(ingest_seq) as source_watermark
-    from posted
+        cast(sum(available_change) as decimal(18, 2)) as available_balance,
+        cast(sum(pending_change) as decimal(18, 2)) as pending_balance,
+        cast(sum(reserve_change) as decimal(18, 2)) as reserve_hold,
+        max(last_event_time) as last_event_time,
+        max(source_watermark) as source_watermark,
+        max(policy_observed_at) as policy_observed_at
+    from replayed_days
     group by 1, 2
 ),
 
 final as (
     select
-        balances.merchant_id,
-        balances.currency,
-        balances.available_balance,
-        balances.pending_balance,
-        balances.reserve_hold,
-        balances.last_event_time,
-        balances.source_watermark,
-        observations.policy_observed_at,
+        merchant_id,
+        currency,
+        available_balance,
+        pending_balance,
+        reserve_hold,
+        last_event_time,
+        source_watermark,
+        policy_observed_at,
         '{{ invocation_id }}' as written_by_invocation_id,
         current_timestamp() as written_at
     from balances
-    cross join observations
 )
 
 {% if is_incremental() %}

@@ -1,0 +1,101 @@
+{% macro balance_invalidation_slices(watermarks) -%}
+    {#-
+        The invalidation predicates of a run, one row per slice, as a standalone query:
+        - policy_change: each reserve_policies version observed after watermarks.policy_observed_at
+          -> (segment, from its effective_from_date);
+        - segment_change: each merchants version observed after it -> (merchant, from the earlier of
+          its new and its previous effective date), covering the segment it left and the one it joined;
+        - manual: the replay asked for with --vars (see replay_request);
+        - new_events: accepted events past watermarks.events -> the keys they touch, from the
+          earliest event date among them.
+        Columns: cause, segment, merchant_id, from_date, observed_at, after_ingest_seq (new_events
+        only), predicate (readable SQL).
+        Without a checkpoint (first build) only the new_events slice is returned.
+    -#}
+    {%- set request = replay_request() -%}
+    {%- set observed_after = "timestamp " ~ quoted_literal(watermarks.policy_observed_at or '1970-01-01 00:00:00') -%}
+    with policy_change as (
+        select
+            'policy_change' as cause,
+            segment,
+            cast(null as string) as merchant_id,
+            effective_from_date as from_date,
+            observed_at,
+            cast(null as bigint) as after_ingest_seq
+        from {{ ref('int_reserve_policy_versions') }}
+        where {{ 'true' if watermarks.has_checkpoint else 'false' }}
+            and observed_at > {{ observed_after }}
+    ),
+
+    segment_change as (
+        select
+            'segment_change' as cause,
+            cast(null as string) as segment,
+            new_version.merchant_id,
+            least(
+                new_version.segment_effective_from_date,
+                coalesce(previous_version.segment_effective_from_date, new_version.segment_effective_from_date)
+            ) as from_date,
+            new_version.observed_at,
+            cast(null as bigint) as after_ingest_seq
+        from {{ ref('int_merchant_segment_versions') }} as new_version
+        left join {{ ref('int_merchant_segment_versions') }} as previous_version
+            on new_version.merchant_id = previous_version.merchant_id
+            and previous_version.superseded_at = new_version.observed_at
+        where {{ 'true' if watermarks.has_checkpoint else 'false' }}
+            and new_version.observed_at > {{ observed_after }}
+    ),
+
+    manual as (
+        select
+            'manual' as cause,
+            {{ quoted_literal(request.segment) if request and request.segment else 'cast(null as string)' }} as segment,
+            {{ quoted_literal(request.merchant_id) if request and request.merchant_id else 'cast(null as string)' }} as merchant_id,
+            {{ "date " ~ quoted_literal(request.from_date) if request else 'cast(null as date)' }} as from_date,
+            cast(null as timestamp) as observed_at,
+            cast(null as bigint) as after_ingest_seq
+        where {{ 'true' if request and watermarks.has_checkpoint else 'false' }}
+    ),
+
+    new_events as (
+        select
+            'new_events' as cause,
+            cast(null as string) as segment,
+            cast(null as string) as merchant_id,
+            min(event_date) as from_date,
+            cast(null as timestamp) as observed_at,
+            cast({{ watermarks.events }} as bigint) as after_ingest_seq
+        from {{ ref('int_payment_events_classified') }}
+        where is_accepted and ingest_seq > {{ watermarks.events }}
+        having count(*) > 0
+    ),
+
+    slices as (
+        select * from policy_change
+        union all
+        select * from segment_change
+        union all
+        select * from manual
+        union all
+        select * from new_events
+    )
+
+    select
+        cause,
+        segment,
+        merchant_id,
+        from_date,
+        observed_at,
+        after_ingest_seq,
+        case
+            when cause = 'new_events' then concat('ingest_seq > ', cast(after_ingest_seq as string))
+            when segment is not null then concat(
+                "event_date >= date '", cast(from_date as string), "' and merchant_id in ",
+                "(merchants in segment '", segment, "' on some day >= date '", cast(from_date as string), "')"
+            )
+            else concat(
+                "event_date >= date '", cast(from_date as string), "' and merchant_id = '", merchant_id, "'"
+            )
+        end as predicate
+    from slices
+{%- endmacro %}

@@ -1,0 +1,151 @@
+-- depends_on: {{ ref('int_balance_slices_invalidated') }}
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='merge',
+        unique_key=['merchant_id', 'currency', 'balance_date'],
+        on_schema_change='fail',
+        tblproperties={
+            'format-version': '2',
+            'write.merge.mode': 'merge-on-read',
+            'write.update.mode': 'merge-on-read',
+            'write.delete.mode': 'merge-on-read',
+        },
+    )
+}}
+
+{#-
+    The checkpoint: per key and UTC day, the balance changes of that day's accepted events. An
+    incremental run
+    - replays the invalidated slices (policy, segment and manual) from their first invalid day on,
+      reading canonical events only from that day (event_date is the partition of the events);
+    - adds the postings of new events (ingest_seq past this model's watermark) to their days.
+    Each written row carries the snapshot observation it reflects and the invocation that wrote it.
+-#}
+
+{%- set marks = balance_watermarks() %}
+{%- set replay_from = none %}
+{%- if is_incremental() and execute %}
+    {%- set first_day = run_query(
+        "select cast(min(from_date) as string) from " ~ ref('int_balance_slices_invalidated')
+        ~ " where cause in ('policy_change', 'segment_change', 'manual')"
+    ).rows[0][0] %}
+    {%- set replay_from = first_day %}
+{%- endif %}
+
+with accepted_events as (
+    select * from {{ ref('int_payment_events_classified') }}
+    where is_accepted
+),
+
+observations as (
+    select max(observed_at) as policy_observed_at
+    from (
+        select observed_at from {{ ref('int_merchant_segment_versions') }}
+        union all
+        select observed_at from {{ ref('int_reserve_policy_versions') }}
+    )
+),
+
+{% if is_incremental() %}
+invalid_slices as (
+    select * from {{ ref('int_balance_slices_invalidated') }}
+    where cause in ('policy_change', 'segment_change', 'manual')
+),
+
+invalid_merchants as (
+    select merchant_id, min(from_date) as from_date
+    from ({{ invalidated_merchants('invalid_slices') }})
+    group by merchant_id
+),
+
+replayed_events as (
+    select accepted_events.*
+    from accepted_events
+    inner join invalid_merchants
+        on accepted_events.merchant_id = invalid_merchants.merchant_id
+        and accepted_events.event_date >= invalid_merchants.from_date
+    {% if replay_from %}
+        where accepted_events.event_date >= date {{ quoted_literal(replay_from) }}
+    {% else %}
+        where false
+    {% endif %}
+),
+
+new_events as (
+    select accepted_events.*
+    from accepted_events
+    left anti join invalid_merchants
+        on accepted_events.merchant_id = invalid_merchants.merchant_id
+        and accepted_events.event_date >= invalid_merchants.from_date
+    where accepted_events.ingest_seq > {{ marks.events }}
+),
+
+replayed_postings as (
+    {{ post_payment_events('replayed_events') }}
+),
+
+new_postings as (
+    {{ post_payment_events('new_events') }}
+),
+
+replayed_days as (
+    {{ _daily_balance_aggregate('replayed_postings') }}
+),
+
+new_days as (
+    {{ _daily_balance_aggregate('new_postings') }}
+),
+
+added_days as (
+    select
+        new_days.merchant_id,
+        new_days.currency,
+        new_days.balance_date,
+        cast(new_days.available_change + coalesce(checkpoint.available_change, 0) as decimal(18, 2)) as available_change,
+        cast(new_days.pending_change + coalesce(checkpoint.pending_change, 0) as decimal(18, 2)) as pending_change,
+        cast(new_days.reserve_change + coalesce(checkpoint.reserve_change, 0) as decimal(18, 2)) as reserve_change,
+        new_days.event_count + coalesce(checkpoint.event_count, 0) as event_count,
+        greatest(new_days.source_watermark, coalesce(checkpoint.source_watermark, 0)) as source_watermark,
+        greatest(new_days.last_event_time, checkpoint.last_event_time) as last_event_time
+    from new_days
+    left join {{ this }} as checkpoint
+        on new_days.merchant_id = checkpoint.merchant_id
+        and new_days.currency = checkpoint.currency
+        and new_days.balance_date = checkpoint.balance_date
+),
+
+changed_days as (
+    select * from replayed_days
+    union all
+    select * from added_days
+),
+{% else %}
+all_postings as (
+    {{ post_payment_events('accepted_events') }}
+),
+
+changed_days as (
+    {{ _daily_balance_aggregate('all_postings') }}
+),
+{% endif %}
+
+final as (
+    select
+        changed_days.merchant_id,
+        changed_days.currency,
+        changed_days.available_change,
+        changed_days.pending_change,
+        changed_days.reserve_change,
+        changed_days.event_count,
+        changed_days.source_watermark,
+        observations.policy_observed_at,
+        '{{ invocation_id }}' as written_by_invocation_id,
+        changed_days.balance_date,
+        changed_days.last_event_time,
+        current_timestamp() as written_at
+    from changed_days
+    cross join observations
+)
+
+select * from final

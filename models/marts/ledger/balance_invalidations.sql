@@ -1,0 +1,107 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='append',
+        on_schema_change='fail',
+    )
+}}
+
+{#-
+    Append-only audit of what each run invalidated and replayed: which balances were stale, and
+    which input change invalidated them. One row per slice of int_balance_slices_invalidated, with
+    the keys the slice covers and the view rows this invocation rewrote among them. Written after
+    the view, so its watermarks only ever record replays that were committed.
+-#}
+
+with slices as (
+    select * from {{ ref('int_balance_slices_invalidated') }}
+),
+
+daily_balances as (
+    select * from {{ ref('int_merchant_daily_balances') }}
+),
+
+view_rows as (
+    select * from {{ ref('merchant_balance_current') }}
+),
+
+slice_keys as (
+    select distinct
+        slice_merchants.cause,
+        slice_merchants.segment,
+        slice_merchants.slice_merchant_id,
+        slice_merchants.from_date,
+        slice_merchants.observed_at,
+        daily_balances.merchant_id,
+        daily_balances.currency
+    from (
+        {{ invalidated_merchants('slices') }}
+    ) as slice_merchants
+    inner join daily_balances
+        on slice_merchants.merchant_id = daily_balances.merchant_id
+        and daily_balances.balance_date >= slice_merchants.from_date
+
+    union all
+
+    select distinct
+        slices.cause,
+        slices.segment,
+        slices.merchant_id as slice_merchant_id,
+        slices.from_date,
+        slices.observed_at,
+        new_events.merchant_id,
+        new_events.currency
+    from slices
+    inner join {{ ref('int_payment_events_classified') }} as new_events
+        on slices.cause = 'new_events'
+        and new_events.is_accepted
+        and new_events.ingest_seq > slices.after_ingest_seq
+),
+
+watermarks as (
+    select max(source_watermark) as events_watermark
+    from daily_balances
+),
+
+observations as (
+    select max(observed_at) as policy_observed_at
+    from (
+        select observed_at from {{ ref('int_merchant_segment_versions') }}
+        union all
+        select observed_at from {{ ref('int_reserve_policy_versions') }}
+    )
+),
+
+final as (
+    select
+        '{{ invocation_id }}' as invocation_id,
+        slices.cause,
+        slices.segment,
+        slices.merchant_id,
+        slices.predicate,
+        count(distinct slice_keys.merchant_id, slice_keys.currency) as keys_affected,
+        count(distinct view_rows.merchant_id, view_rows.currency) as rows_rewritten,
+        watermarks.events_watermark,
+        observations.policy_observed_at,
+        slices.from_date,
+        slices.observed_at,
+        current_timestamp() as recorded_at
+    from slices
+    cross join watermarks
+    cross join observations
+    left join slice_keys
+        on slices.cause = slice_keys.cause
+        and slices.segment <=> slice_keys.segment
+        and slices.merchant_id <=> slice_keys.slice_merchant_id
+        and slices.from_date <=> slice_keys.from_date
+        and slices.observed_at <=> slice_keys.observed_at
+    left join view_rows
+        on slice_keys.merchant_id = view_rows.merchant_id
+        and slice_keys.currency = view_rows.currency
+        and view_rows.written_by_invocation_id = '{{ invocation_id }}'
+    group by
+        slices.cause, slices.segment, slices.merchant_id, slices.predicate, watermarks.events_watermark,
+        observations.policy_observed_at, slices.from_date, slices.observed_at
+)
+
+select * from final
