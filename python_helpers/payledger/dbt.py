@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ class DbtInvocation:
 
     ``nodes[uid]`` is dbt's RunResult (``status``, ``execution_time`` in seconds, ``adapter_response``,
     ``message``). ``exception`` is set when dbt itself failed (for example a compilation error).
+    ``messages`` holds what macros logged (dbt's ``JinjaLogInfo`` events), in order.
     """
 
     args: tuple[str, ...]
@@ -22,6 +24,14 @@ class DbtInvocation:
     invocation_id: str
     nodes: dict[str, Any]
     exception: BaseException | None
+    messages: list[str]
+
+    def logged_json(self, prefix: str) -> Any:
+        """The JSON a macro logged as ``"<prefix> <json>"`` (the last such line); KeyError if none."""
+        for message in reversed(self.messages):
+            if message.startswith(prefix + " "):
+                return json.loads(message[len(prefix) + 1 :])
+        raise KeyError(f"no {prefix} line among {len(self.messages)} logged messages")
 
     def status(self, name: str) -> str:
         """Status of the node whose name is ``name``; raises ``KeyError`` if it did not run."""
@@ -60,7 +70,13 @@ def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None =
         argv += ["--log-path", str(log_path)]
     if quiet:
         argv.append("--quiet")
-    outcome = dbtRunner().invoke(argv)
+    messages: list[str] = []
+
+    def collect(event) -> None:
+        if event.info.name == "JinjaLogInfo":
+            messages.append(event.data.msg)
+
+    outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     results = getattr(outcome.result, "results", None) or []
     nodes = {r.node.unique_id: r for r in results}
-    return DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception)
+    return DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception, messages)

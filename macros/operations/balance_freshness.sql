@@ -1,0 +1,55 @@
+{% macro balance_freshness() -%}
+    {#-
+        Reports how far the balance view is behind its inputs, writing nothing:
+        - watermark lag: landed event rows past the view's source_watermark (and the age of the
+          oldest of them);
+        - the oldest invalidation not yet replayed: the earliest snapshot version observed after the
+          replayed policy watermark, or the earliest landed event not yet folded; "none" when clean.
+        Usage: dbt run-operation balance_freshness. Logs one line "FRESHNESS_JSON {...}" too.
+    -#}
+    {%- set view = adapter.get_relation(database=none, schema=generate_schema_name(none, none) | trim, identifier='merchant_balance_current') -%}
+    {%- if view is none -%}
+        {{ exceptions.raise_compiler_error("merchant_balance_current does not exist yet: run dbt build first.") }}
+    {%- endif -%}
+    {%- set marks = balance_watermarks() -%}
+    {%- set query -%}
+        with view_mark as (
+            select coalesce(max(source_watermark), 0) as source_watermark from {{ view }}
+        ),
+
+        landed as (
+            select events.ingest_seq, events.ingested_at
+            from {{ source('payledger', 'payment_events') }} as events
+            cross join view_mark
+            where events.ingest_seq > view_mark.source_watermark
+        ),
+
+        unreplayed_versions as (
+            select dbt_valid_from as observed_at from {{ ref('snp_payledger__reserve_policies') }}
+            where dbt_valid_from > timestamp {{ quoted_literal(marks.policy_observed_at or '1970-01-01 00:00:00') }}
+            union all
+            select dbt_valid_from as observed_at from {{ ref('snp_payledger__merchants') }}
+            where dbt_valid_from > timestamp {{ quoted_literal(marks.policy_observed_at or '1970-01-01 00:00:00') }}
+        )
+
+        select
+            (select source_watermark from view_mark) as view_source_watermark,
+            (select count(*) from landed) as landed_rows_behind,
+            cast((select min(ingested_at) from landed) as string) as oldest_unfolded_ingested_at,
+            cast((select min(observed_at) from unreplayed_versions) as string) as oldest_unreplayed_version_at,
+            cast(current_timestamp() as string) as checked_at
+    {%- endset -%}
+    {%- set row = run_query(query).rows[0] -%}
+    {%- set oldest = [row[2], row[3]] | reject('none') | sort | first if (row[2] or row[3]) else none -%}
+    {%- set report = {
+        'view_source_watermark': row[0] | int,
+        'landed_rows_behind': row[1] | int,
+        'oldest_unfolded_ingested_at': row[2],
+        'oldest_unreplayed_version_at': row[3],
+        'oldest_invalidation_not_replayed': oldest or 'none',
+        'checked_at': row[4],
+    } -%}
+    {{ log("Balance view freshness: " ~ report.landed_rows_behind ~ " landed event row(s) behind (view watermark " ~ report.view_source_watermark ~ "); oldest invalidation not yet replayed: " ~ report.oldest_invalidation_not_replayed, info=true) }}
+    {{ log("FRESHNESS_JSON " ~ report | tojson, info=true) }}
+    {{ return(report) }}
+{%- endmacro %}

@@ -1,0 +1,89 @@
+{% macro balance_replay_plan() -%}
+    {#-
+        Dry run: prints what the next balance build would replay, writing nothing. Honours the manual
+        replay vars (replay_segment | replay_merchant, replay_from), validated first. For each slice:
+        cause, predicate, merchants, keys and the canonical event rows it would read (a count over the
+        slice, not an estimate from statistics). Returns the plan as a list of dicts.
+        Usage: dbt run-operation balance_replay_plan [--vars '{...}']
+    -#}
+    {%- do validate_replay_request() -%}
+    {%- set daily = adapter.get_relation(database=none, schema=generate_schema_name('intermediate', none) | trim, identifier='int_merchant_daily_balances') -%}
+    {%- if daily is none -%}
+        {{ log("No checkpoint yet: the next build is a full build of the balance view.", info=true) }}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set query -%}
+        with slices as (
+            {{ balance_invalidation_slices(balance_watermarks()) }}
+        ),
+
+        slice_merchants as (
+            {{ invalidated_merchants('slices') }}
+        ),
+
+        events as (
+            select * from {{ ref('int_payment_events_classified') }} where is_accepted
+        ),
+
+        slice_events as (
+            select
+                slice_merchants.cause,
+                slice_merchants.segment,
+                slice_merchants.slice_merchant_id,
+                slice_merchants.from_date,
+                slice_merchants.observed_at,
+                count(distinct slice_merchants.merchant_id) as merchants,
+                count(distinct events.merchant_id, events.currency) as keys_affected,
+                count(events.event_id) as event_rows_to_read
+            from slice_merchants
+            left join events
+                on slice_merchants.merchant_id = events.merchant_id
+                and events.event_date >= slice_merchants.from_date
+            group by 1, 2, 3, 4, 5
+
+            union all
+
+            select
+                slices.cause, slices.segment, slices.merchant_id, slices.from_date, slices.observed_at,
+                count(distinct events.merchant_id),
+                count(distinct events.merchant_id, events.currency),
+                count(events.event_id)
+            from slices
+            inner join events
+                on slices.cause = 'new_events'
+                and events.ingest_seq > slices.after_ingest_seq
+            group by 1, 2, 3, 4, 5
+        )
+
+        select
+            slices.cause,
+            slices.predicate,
+            coalesce(slice_events.merchants, 0) as merchants,
+            coalesce(slice_events.keys_affected, 0) as keys_affected,
+            coalesce(slice_events.event_rows_to_read, 0) as event_rows_to_read
+        from slices
+        left join slice_events
+            on slices.cause = slice_events.cause
+            and slices.segment <=> slice_events.segment
+            and slices.merchant_id <=> slice_events.slice_merchant_id
+            and slices.from_date <=> slice_events.from_date
+            and slices.observed_at <=> slice_events.observed_at
+        order by 1, 2
+    {%- endset -%}
+    {%- set rows = run_query(query) -%}
+    {%- set plan = [] -%}
+    {%- for row in rows.rows -%}
+        {%- do plan.append({'cause': row[0], 'predicate': row[1], 'merchants': row[2] | int, 'keys': row[3] | int, 'event_rows_to_read': row[4] | int}) -%}
+    {%- endfor -%}
+    {%- if plan -%}
+        {{ log("Replay plan (nothing written): " ~ plan | length ~ " slice(s)", info=true) }}
+        {%- for slice in plan -%}
+            {{ log("  " ~ slice.cause ~ ": " ~ slice.predicate ~ " | merchants " ~ slice.merchants ~ ", keys " ~ slice.keys ~ ", event rows to read " ~ slice.event_rows_to_read, info=true) }}
+        {%- endfor -%}
+        {{ log("PLAN_JSON " ~ plan | tojson, info=true) }}
+    {%- else -%}
+        {{ log("Replay plan (nothing written): nothing to replay, the view is up to date.", info=true) }}
+        {{ log("PLAN_JSON []", info=true) }}
+    {%- endif -%}
+    {{ return(plan) }}
+{%- endmacro %}

@@ -1,0 +1,168 @@
+"""Targeted invalidation: what each kind of change rewrites, the audit, manual replay, plan, guards."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from payledger.warehouse import VIEW, table_commits
+from tests.support import event, merchant, policy
+
+pytestmark = pytest.mark.integration
+
+AUDIT = "payledger.balance_invalidations"
+CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
+
+
+def view_rows(warehouse) -> dict[tuple[str, str], dict]:
+    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
+
+
+def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
+    return {key for key in after if before.get(key) != after[key]}
+
+
+def audit(warehouse, invocation_id: str) -> list[dict]:
+    return warehouse.rows(f"select * from {AUDIT} where invocation_id = '{invocation_id}' order by cause, predicate")
+
+
+@pytest.fixture
+def built(dbt, warehouse):
+    """Three retail merchants and one travel merchant with releases in March and April, built once."""
+    warehouse.load(
+        "merchants",
+        [merchant("r1", "retail", "2026-01-01"), merchant("r2", "retail", "2026-01-01"), merchant("r3", "retail", "2026-01-01"), merchant("t1", "travel", "2026-01-01")],
+    )
+    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    rows = []
+    for m in ("r1", "r2", "r3", "t1"):
+        rows += [
+            event(f"{m}-c1", m, "capture_settled", "100.00", "2026-03-01 10:00:00"),
+            event(f"{m}-f1", m, "funds_released", "100.00", "2026-03-02 10:00:00"),
+            event(f"{m}-c2", m, "capture_settled", "40.00", "2026-03-01 10:00:00", currency="EUR"),
+        ]
+    rows += [event("r1-f2", "r1", "funds_released", "60.00", "2026-04-10 10:00:00"), event("t1-f2", "t1", "funds_released", "60.00", "2026-04-10 10:00:00")]
+    rows += [event("r2-p1", "r2", "payout_paid", "5.00", "2026-04-12 10:00:00")]  # r2: events after April 1, but no release
+    warehouse.load("payment_events", rows)
+    first = dbt("build")
+    return first
+
+
+def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehouse, built):
+    before = view_rows(warehouse)
+    warehouse.load("payment_events", [event("late-1", "r3", "refund_posted", "1.00", "2026-02-01 00:00:00"), event("dup", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")])
+    warehouse.load("payment_events", [event("r1-f1", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")])  # exact duplicate
+    run = dbt("build")
+    after = view_rows(warehouse)
+    assert rewritten(before, after) == {("r3", "USD"), ("r1", "USD")}
+    assert {k: v for k, v in after.items() if k not in {("r3", "USD"), ("r1", "USD")}} == {k: v for k, v in before.items() if k not in {("r3", "USD"), ("r1", "USD")}}
+    rows = audit(warehouse, run.invocation_id)
+    assert [(r["cause"], r["keys_affected"], r["rows_rewritten"]) for r in rows] == [("new_events", 2, 2)]
+    assert rows[0]["predicate"].startswith("ingest_seq > ")
+
+
+def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, warehouse, built):
+    before = view_rows(warehouse)
+    commits = len(table_commits(warehouse.spark, VIEW))
+    warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-04-01")])
+    run = dbt("build")
+    after = view_rows(warehouse)
+    # Only r1 has a retail release on or after April 1; r2 (a payout only) and r3 are in the slice
+    # but keep their balances; travel and EUR keys are outside it.
+    assert rewritten(before, after) == {("r1", "USD")}
+    assert after[("r1", "USD")]["reserve_hold"] == Decimal("10.00") + Decimal("12.00")
+    new_commits = table_commits(warehouse.spark, VIEW)[commits:]
+    assert len(new_commits) == 1 and new_commits[0]["summary"]["added-records"] == "1"
+    rows = audit(warehouse, run.invocation_id)
+    assert [(r["cause"], r["segment"], str(r["from_date"]), r["keys_affected"], r["rows_rewritten"]) for r in rows] == [
+        ("policy_change", "retail", "2026-04-01", 2, 1)  # r1 USD and r2 USD have days in the slice
+    ]
+    assert "merchants in segment 'retail'" in rows[0]["predicate"]
+    # The replay read canonical events from the slice's first day on only.
+    checkpoint_rows = warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{run.invocation_id}'")
+    assert checkpoint_rows and all(str(r["balance_date"]) >= "2026-04-01" and r["merchant_id"].startswith("r") for r in checkpoint_rows)
+
+
+def test_segment_move_rewrites_that_merchants_keys_only(dbt, warehouse, built):
+    before = view_rows(warehouse)
+    warehouse.load("merchants", [merchant("t1", "retail", "2026-04-01")])
+    run = dbt("build")
+    after = view_rows(warehouse)
+    assert rewritten(before, after) == {("t1", "USD")}
+    assert after[("t1", "USD")]["reserve_hold"] == Decimal("5.00") + Decimal("6.00")
+    rows = audit(warehouse, run.invocation_id)
+    assert [(r["cause"], r["merchant_id"], str(r["from_date"])) for r in rows] == [("segment_change", "t1", "2026-01-01")]
+
+
+def test_build_with_no_new_input_rewrites_nothing_and_audits_nothing(dbt, warehouse, built):
+    before = view_rows(warehouse)
+    audit_rows = warehouse.rows(f"select count(*) as n from {AUDIT}")[0]["n"]
+    run = dbt("build")
+    assert view_rows(warehouse) == before
+    assert audit(warehouse, run.invocation_id) == []
+    assert warehouse.rows(f"select count(*) as n from {AUDIT}")[0]["n"] == audit_rows
+
+
+def test_manual_replay_touches_only_its_slice(dbt, warehouse, built):
+    # Corrupt two merchants' checkpoints; a replay of r1 repairs r1 only.
+    warehouse.spark.sql(f"update {CHECKPOINT} set available_change = available_change + 7 where merchant_id in ('r1', 't1') and currency = 'USD'")
+    warehouse.spark.sql(f"update {VIEW} set available_balance = available_balance + 7 where merchant_id in ('r1', 't1') and currency = 'USD'")
+    before = view_rows(warehouse)
+    run = dbt("run", "--selector", "balance_replay", "--vars", json.dumps({"replay_merchant": "r1", "replay_from": "2026-01-01"}))
+    after = view_rows(warehouse)
+    assert rewritten(before, after) == {("r1", "USD")}
+    assert after[("r1", "USD")]["available_balance"] == before[("r1", "USD")]["available_balance"] - 7
+    assert after[("t1", "USD")] == before[("t1", "USD")]
+    rows = audit(warehouse, run.invocation_id)
+    assert [(r["cause"], r["merchant_id"], r["rows_rewritten"]) for r in rows] == [("manual", "r1", 1)]
+
+    segment_run = dbt("run", "--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "travel", "replay_from": "2026-03-01"}))
+    assert rewritten(after, view_rows(warehouse)) == {("t1", "USD")}
+    assert [r["cause"] for r in audit(warehouse, segment_run.invocation_id)] == ["manual"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"replay_segment": "retail"}, "replay_from must be an ISO date"),
+        ({"replay_segment": "retail", "replay_from": "2026-13-01"}, "not a calendar date"),
+        ({"replay_segment": "retail", "replay_from": "2026-02-30"}, "not a calendar date"),
+        ({"replay_segment": "retail'; drop table x; --", "replay_from": "2026-01-01"}, "replay_segment must be a string of letters"),
+        ({"replay_segment": 42, "replay_from": "2026-01-01"}, "replay_segment must be a string"),
+        ({"replay_merchant": "r1", "replay_segment": "retail", "replay_from": "2026-01-01"}, "exactly one of"),
+        ({"replay_segment": "casino", "replay_from": "2026-01-01"}, "Unknown segment casino"),
+        ({"replay_merchant": "nobody", "replay_from": "2026-01-01"}, "Unknown merchant nobody"),
+    ],
+)
+def test_bad_replay_vars_fail_before_any_model_runs(dbt, warehouse, built, variables, message):
+    before = view_rows(warehouse)
+    commits = table_commits(warehouse.spark, VIEW)
+    result = dbt("build", "--selector", "balance_replay", "--vars", json.dumps(variables), check=False)
+    assert not result.success
+    text = " ".join(result.failures()) + str(result.exception) + " ".join(str(r.message) for r in result.nodes.values())
+    assert message in text, text
+    assert all(str(r.status) in {"skipped", "error"} for uid, r in result.nodes.items() if not uid.startswith("operation")), result.nodes
+    assert table_commits(warehouse.spark, VIEW) == commits
+    assert view_rows(warehouse) == before
+
+
+def test_plan_lists_slices_without_writing(dbt, warehouse, built):
+    warehouse.load("reserve_policies", [policy("retail", "0.3000", "2026-04-01")])
+    warehouse.load("payment_events", [event("n1", "t1", "payout_paid", "1.00", "2026-04-20 00:00:00")])
+    commits = table_commits(warehouse.spark, VIEW)
+    plan = dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON")
+    assert sorted((p["cause"], p["keys"]) for p in plan) == [("new_events", 1), ("policy_change", 2)]
+    policy_slice = next(p for p in plan if p["cause"] == "policy_change")
+    assert policy_slice["merchants"] == 3  # r1, r2, r3 were retail on some day since April 1
+    assert policy_slice["event_rows_to_read"] == 2  # r1-f2 and r2-p1
+    assert table_commits(warehouse.spark, VIEW) == commits
+
+    freshness = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
+    assert freshness["landed_rows_behind"] == 1
+    assert freshness["oldest_invalidation_not_replayed"] != "none"
+    dbt("build")
+    clean = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
+    assert clean["landed_rows_behind"] == 0 and clean["oldest_invalidation_not_replayed"] == "none"
+    assert dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON") == []
