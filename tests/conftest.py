@@ -29,6 +29,11 @@ from tests.support import DbtProject, Landing  # noqa: E402
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
     shutil.rmtree(WAREHOUSE, ignore_errors=True)
 
 

@@ -1,4 +1,4 @@
-{% macro balance_invalidation_slices(watermarks) -%}
+{% macro balance_invalidation_slices(watermarks, include_landed=false) -%}
     {#-
         The invalidation predicates of a run, one row per slice, as a standalone query:
         - policy_change: each reserve_policies version observed after watermarks.policy_observed_at
@@ -11,6 +11,9 @@
         Columns: cause, segment, merchant_id, from_date, observed_at, after_ingest_seq (new_events
         only), predicate (readable SQL).
         Without a checkpoint (first build) only the new_events slice is returned.
+        include_landed=true (the dry-run plan) also counts what the next build will pick up: landed
+        policy and merchant rows the snapshots have not captured yet, and landed events past the
+        classification's watermark (whether they will be accepted is not known yet).
     -#}
     {%- set request = replay_request() -%}
     {%- set observed_after = "timestamp " ~ quoted_literal(watermarks.policy_observed_at or '1970-01-01 00:00:00') -%}
@@ -25,6 +28,15 @@
         from {{ ref('int_reserve_policy_versions') }}
         where {{ 'true' if watermarks.has_checkpoint else 'false' }}
             and observed_at > {{ observed_after }}
+        {% if include_landed %}
+            union all
+            select 'policy_change', landed.segment, cast(null as string), landed.effective_from_date, landed.updated_at, cast(null as bigint)
+            from {{ ref('stg_payledger__reserve_policies') }} as landed
+            left join {{ ref('int_reserve_policy_versions') }} as current_version
+                on landed.segment = current_version.segment
+                and current_version.superseded_at is null
+            where landed.updated_at > coalesce(current_version.observed_at, timestamp '1970-01-01 00:00:00')
+        {% endif %}
     ),
 
     segment_change as (
@@ -44,6 +56,18 @@
             and previous_version.superseded_at = new_version.observed_at
         where {{ 'true' if watermarks.has_checkpoint else 'false' }}
             and new_version.observed_at > {{ observed_after }}
+        {% if include_landed %}
+            union all
+            select
+                'segment_change', cast(null as string), landed.merchant_id,
+                least(landed.segment_effective_from_date, coalesce(current_version.segment_effective_from_date, landed.segment_effective_from_date)),
+                landed.updated_at, cast(null as bigint)
+            from {{ ref('stg_payledger__merchants') }} as landed
+            left join {{ ref('int_merchant_segment_versions') }} as current_version
+                on landed.merchant_id = current_version.merchant_id
+                and current_version.superseded_at is null
+            where landed.updated_at > coalesce(current_version.observed_at, timestamp '1970-01-01 00:00:00')
+        {% endif %}
     ),
 
     manual as (
@@ -65,8 +89,15 @@
             min(event_date) as from_date,
             cast(null as timestamp) as observed_at,
             cast({{ watermarks.events }} as bigint) as after_ingest_seq
-        from {{ ref('int_payment_events_classified') }}
-        where is_accepted and ingest_seq > {{ watermarks.events }}
+        from (
+            select event_date, ingest_seq from {{ ref('int_payment_events_classified') }}
+            where is_accepted and ingest_seq > {{ watermarks.events }}
+            {% if include_landed %}
+                union all
+                select event_date, ingest_seq from {{ ref('stg_payledger__payment_events') }}
+                where ingest_seq > (select coalesce(max(ingest_seq), 0) from {{ ref('int_payment_events_classified') }})
+            {% endif %}
+        )
         having count(*) > 0
     ),
 

@@ -2,8 +2,8 @@
     {#-
         Dry run: prints what the next balance build would replay, writing nothing. Honours the manual
         replay vars (replay_segment | replay_merchant, replay_from), validated first. For each slice:
-        cause, predicate, merchants, keys and the canonical event rows it would read (a count over the
-        slice, not an estimate from statistics). Returns the plan as a list of dicts.
+        cause, predicate, merchants, keys and the event rows it would read (a count over the slice,
+        not an estimate from statistics; landed events not yet classified are counted too). Returns the plan as a list of dicts.
         Usage: dbt run-operation balance_replay_plan [--vars '{...}']
     -#}
     {%- do validate_replay_request() -%}
@@ -14,7 +14,7 @@
     {%- endif -%}
     {%- set query -%}
         with slices as (
-            {{ balance_invalidation_slices(balance_watermarks()) }}
+            {{ balance_invalidation_slices(balance_watermarks(), include_landed=true) }}
         ),
 
         slice_merchants as (
@@ -22,7 +22,13 @@
         ),
 
         events as (
-            select * from {{ ref('int_payment_events_classified') }} where is_accepted
+            select event_id, merchant_id, currency, event_date, ingest_seq
+            from {{ ref('int_payment_events_classified') }}
+            where is_accepted
+            union all
+            select event_id, merchant_id, currency, event_date, ingest_seq
+            from {{ ref('stg_payledger__payment_events') }}
+            where ingest_seq > (select coalesce(max(ingest_seq), 0) from {{ ref('int_payment_events_classified') }})
         ),
 
         slice_events as (

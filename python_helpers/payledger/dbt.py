@@ -78,5 +78,6 @@ def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None =
 
     outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     results = getattr(outcome.result, "results", None) or []
-    nodes = {r.node.unique_id: r for r in results}
+    # run-operation returns result entries without a node (RunResultOutput has unique_id instead).
+    nodes = {(r.node.unique_id if hasattr(r, "node") else r.unique_id): r for r in results}
     return DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception, messages)
