@@ -8,7 +8,10 @@ STAMP := $(VENV)/.payledger-installed
 JARS := jars/iceberg-spark-runtime-3.5_2.12-1.10.2.jar jars/iceberg-shaded-jackson-2.15.2.jar
 export PAYLEDGER_HOME := $(CURDIR)
 
-.PHONY: help setup demo test clean
+.PHONY: help setup demo test bench clean
+
+EVENTS ?= 30000000
+MERCHANTS ?= 50000
 
 help: ## List the tasks
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -31,6 +34,9 @@ demo: setup ## Run the main job on the embedded default (generate, build, new ba
 
 test: setup ## Run the whole test suite
 	$(VENV)/bin/pytest
+
+bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000); writes target/bench.json
+	$(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)
 
 clean: ## Remove the warehouse, generated data and dbt artefacts (keeps .venv and jars)
 	rm -rf warehouse data target logs

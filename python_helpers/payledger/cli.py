@@ -114,3 +114,19 @@ def demo_command(events: int, merchants: int) -> None:
         click.echo(f"payledger demo: {error}", err=True)
         sys.exit(1)
     sys.exit(0 if reconciled else 1)
+
+
+@main.command("bench")
+@click.option("--events", type=click.IntRange(min=10_000), default=30_000_000, show_default=True)
+@click.option("--merchants", type=click.IntRange(min=100), default=50_000, show_default=True)
+def bench_command(events: int, merchants: int) -> None:
+    """Benchmark full rebuild, incremental run, policy replay and a peer job; writes target/bench.json."""
+    from payledger.bench import bench_environment
+
+    bench_environment()  # before any Spark import: the UI and the bench warehouse
+    from rich.console import Console
+
+    from payledger.bench import run_bench
+    from payledger.spark import PROJECT_ROOT
+
+    run_bench(events, merchants, Console(), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")

@@ -123,27 +123,29 @@ def test_manual_replay_touches_only_its_slice(dbt, warehouse, built):
     assert [r["cause"] for r in audit(warehouse, segment_run.invocation_id)] == ["manual"]
 
 
-@pytest.mark.parametrize(
-    ("variables", "message"),
-    [
-        ({"replay_segment": "retail"}, "replay_from must be an ISO date"),
-        ({"replay_segment": "retail", "replay_from": "2026-13-01"}, "not a calendar date"),
-        ({"replay_segment": "retail", "replay_from": "2026-02-30"}, "not a calendar date"),
-        ({"replay_segment": "retail'; drop table x; --", "replay_from": "2026-01-01"}, "replay_segment must be a string of letters"),
-        ({"replay_segment": 42, "replay_from": "2026-01-01"}, "replay_segment must be a string"),
-        ({"replay_merchant": "r1", "replay_segment": "retail", "replay_from": "2026-01-01"}, "exactly one of"),
-        ({"replay_segment": "casino", "replay_from": "2026-01-01"}, "Unknown segment casino"),
-        ({"replay_merchant": "nobody", "replay_from": "2026-01-01"}, "Unknown merchant nobody"),
-    ],
-)
-def test_bad_replay_vars_fail_before_any_model_runs(dbt, warehouse, built, variables, message):
+BAD_REPLAY_VARS = [
+    ({"replay_segment": "retail"}, "replay_from must be an ISO date"),
+    ({"replay_segment": "retail", "replay_from": "2026-13-01"}, "not a calendar date"),
+    ({"replay_segment": "retail", "replay_from": "2026-02-30"}, "not a calendar date"),
+    ({"replay_segment": "retail'; drop table x; --", "replay_from": "2026-01-01"}, "replay_segment must be a string of letters"),
+    ({"replay_segment": 42, "replay_from": "2026-01-01"}, "replay_segment must be a string"),
+    ({"replay_merchant": "r1", "replay_segment": "retail", "replay_from": "2026-01-01"}, "exactly one of"),
+    ({"replay_segment": "casino", "replay_from": "2026-01-01"}, "Unknown segment casino"),
+    ({"replay_merchant": "nobody", "replay_from": "2026-01-01"}, "Unknown merchant nobody"),
+    ({"replay_segment": "retail", "replay_from": "2026-01-01' or '1'='1"}, "replay_from must be an ISO date"),
+]
+
+
+def test_bad_replay_vars_fail_before_any_model_runs(dbt, warehouse, built):
     before = view_rows(warehouse)
     commits = table_commits(warehouse.spark, VIEW)
-    result = dbt("build", "--selector", "balance_replay", "--vars", json.dumps(variables), check=False)
-    assert not result.success
-    text = " ".join(result.failures()) + str(result.exception) + " ".join(str(r.message) for r in result.nodes.values())
-    assert message in text, text
-    assert all(str(r.status) in {"skipped", "error"} for uid, r in result.nodes.items() if not uid.startswith("operation")), result.nodes
+    for variables, message in BAD_REPLAY_VARS:
+        result = dbt("build", "--selector", "balance_replay", "--vars", json.dumps(variables), check=False)
+        assert not result.success, variables
+        text = " ".join(result.failures()) + str(result.exception) + " ".join(str(r.message) for r in result.nodes.values())
+        assert message in text, (variables, text)
+        ran = {uid: str(r.status) for uid, r in result.nodes.items() if not uid.startswith("operation")}
+        assert all(status == "skipped" for status in ran.values()), (variables, ran)
     assert table_commits(warehouse.spark, VIEW) == commits
     assert view_rows(warehouse) == before
 
