@@ -41,13 +41,23 @@ REBUILD_MODELS = ("int_balance_slices_invalidated", "int_merchant_daily_balances
 
 @dataclass
 class Phase:
-    """One measured phase: seconds, rows read from canonical events and landing, view records written."""
+    """One measured phase: seconds, rows read from canonical events (per dbt node) and landing,
+    view records written."""
 
     name: str
     seconds: float
-    canonical_rows_read: int
+    canonical_reads: dict[str, int]
     landing_rows_read: int
     records_written: int
+
+    @property
+    def canonical_rows_read(self) -> int:
+        return sum(self.canonical_reads.values())
+
+    @property
+    def dedup_rows_read(self) -> int:
+        """Rows the classification read from earlier canonical events to find duplicates."""
+        return self.canonical_reads.get("classification", 0)
 
 
 class SqlMetrics:
@@ -85,20 +95,31 @@ def _model_seconds(build: DbtInvocation) -> float:
     return sum(build.timings(("model", "snapshot")).values())
 
 
-def _measure(spark, metrics: SqlMetrics, name: str, *dbt_args: str) -> tuple[Phase, DbtInvocation]:
+#: A build in two invocations, so that canonical rows read are attributed: the classification
+#: (its dedup lookup reads earlier event_ids) and then everything else (the balance maintenance).
+BUILD_STEPS = (
+    ("classification", ("build", "--select", "+int_payment_events_classified", "--exclude", "resource_type:test")),
+    ("balances", ("build", "--exclude", "+int_payment_events_classified", "resource_type:test")),
+)
+
+
+def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Phase:
     commits = len(table_commits(spark, VIEW))
-    first = metrics.last_id()
-    build = run_dbt(*dbt_args)
-    if not build.success:
-        raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
-    phase = Phase(
-        name,
-        _model_seconds(build),
-        metrics.rows_read(first, CANONICAL),
-        metrics.rows_read(first, LANDING.split(".")[1]),
-        records_added(table_commits(spark, VIEW)[commits:]),
-    )
-    return phase, build
+    seconds = 0.0
+    canonical: dict[str, int] = {}
+    landing = 0
+    for label, dbt_args in steps:
+        first = metrics.last_id()
+        build = run_dbt(*dbt_args)
+        if not build.success:
+            raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
+        seconds += _model_seconds(build)
+        canonical[label] = metrics.rows_read(first, CANONICAL)
+        landing += metrics.rows_read(first, LANDING.split(".")[1])
+    after = table_commits(spark, VIEW)
+    # A full refresh replaces the table: count what its last commit wrote.
+    written = records_added(after[commits:]) if len(after) > commits else records_added(after[-1:])
+    return Phase(name, seconds, canonical, landing, written)
 
 
 PEER_SQL = """
@@ -154,7 +175,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
         "and p.reserve_hold <=> v.reserve_hold)"
     ).first()["n"]
     rows = metrics.rows_read(first, LANDING.split(".")[1])
-    return Phase("P peer job", seconds, 0, rows, 0), int(differing)
+    return Phase("P peer job", seconds, {}, rows, 0), int(differing)
 
 
 def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out: Path) -> dict:
@@ -190,20 +211,23 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     load_file(spark, "reserve_policies", history / POLICY_FILE, warehouse)
     loaded = load_file(spark, "payment_events", history / EVENT_FILE, warehouse)
     console.print(f"loaded {loaded:,} event rows")
-    initial, _ = _measure(spark, metrics, "initial build", "build", "--exclude", "resource_type:test")
+    initial = _measure(spark, metrics, "initial build", BUILD_STEPS)
     console.print(f"initial build: {initial.seconds:.1f}s")
-    full, _ = _measure(
-        spark, metrics, "C full rebuild", "run", "--select", *REBUILD_MODELS, "--full-refresh", "--vars", '{"allow_full_refresh": true}'
+    full = _measure(
+        spark,
+        metrics,
+        "C full rebuild",
+        (("balances", ("run", "--select", *REBUILD_MODELS, "--full-refresh", "--vars", '{"allow_full_refresh": true}')),),
     )
     console.print(f"C: {full.seconds:.1f}s")
     peer, peer_differences = _peer(spark, metrics)
     console.print(f"P: {peer.seconds:.1f}s ({peer_differences} keys differ from the view)")
 
     loaded_batch = load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
-    incremental, _ = _measure(spark, metrics, "A new events", "build", "--exclude", "resource_type:test")
+    incremental = _measure(spark, metrics, "A new events", BUILD_STEPS)
     console.print(f"A: {incremental.seconds:.1f}s")
     load_file(spark, "reserve_policies", change / POLICY_FILE, warehouse)
-    replay, _ = _measure(spark, metrics, "B policy change", "build", "--exclude", "resource_type:test")
+    replay = _measure(spark, metrics, "B policy change", BUILD_STEPS)
     console.print(f"B: {replay.seconds:.1f}s")
     check = run_dbt("test", "--select", "merchant_balance_current")
     view_rows = spark.sql(f"select count(*) as n from {VIEW}").first()["n"]
@@ -222,6 +246,9 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
         "replay_records_written": replay.records_written,
         "view_rows": int(view_rows),
         "batch_rows_loaded": loaded_batch,
+        "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
+        "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
+        "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
         "landing_rows_read": {"full": full.landing_rows_read, "incremental": incremental.landing_rows_read, "replay": replay.landing_rows_read, "peer": peer.landing_rows_read},
         "peer_keys_differing_from_view": peer_differences,
         "reconciled_after_runs": bool(check.success),
@@ -242,6 +269,9 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
             f"{phase.records_written:,}" if phase is not peer else "-",
         )
     console.print(table)
+    for phase in (full, incremental, replay):
+        parts = ", ".join(f"{node} {rows:,}" for node, rows in sorted(phase.canonical_reads.items()))
+        console.print(f"{phase.name}: canonical rows read by node: {parts}")
     console.print(f"reconciliation after the runs: {'reconciled' if check.success else 'FAILED: ' + str(check.failures())}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")

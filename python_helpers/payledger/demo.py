@@ -40,11 +40,11 @@ class DemoFailed(RuntimeError):
 
 
 def _build(console: Console, spark, name: str) -> Step:
-    before = table_commits(spark, VIEW) if spark.catalog.tableExists(VIEW) else []
+    before = table_commits(spark, VIEW)
     started = time.monotonic()
     build = run_dbt("build")
     seconds = time.monotonic() - started
-    after = table_commits(spark, VIEW) if spark.catalog.tableExists(VIEW) else []
+    after = table_commits(spark, VIEW)
     step = Step(name, build, records_added(after[len(before) :]), seconds)
     console.print(f"[bold]{name}[/]: dbt build {'ok' if build.success else 'FAILED'} in {seconds:.1f}s, {step.records_written} view records written")
     errors = [line for line in build.failures() if not line.startswith("test.")]

@@ -34,7 +34,10 @@ def table_commits(spark, table: str) -> list[dict[str, Any]]:
     """The Iceberg snapshots of ``table``, oldest first: snapshot_id, parent_id, operation, summary.
 
     ``summary`` is Iceberg's string map (``added-records``, ``added-position-deletes``, ...).
+    Empty when the table does not exist yet.
     """
+    if not spark.catalog.tableExists(table):
+        return []
     return [
         r.asDict()
         for r in spark.sql(

@@ -15,10 +15,13 @@
     Partitioned by event_date so that a replay from day D reads canonical events from D on only.
 -#}
 
+{#- The watermark as a literal (not a subquery), so the scan prunes files to the new rows. #}
+{%- set watermark = incremental_watermark('ingest_seq') %}
+
 with events as (
     select * from {{ ref('stg_payledger__payment_events') }}
     {% if is_incremental() %}
-        where ingest_seq > (select coalesce(max(ingest_seq), 0) from {{ this }})
+        where ingest_seq > {{ watermark }}
     {% endif %}
 ),
 

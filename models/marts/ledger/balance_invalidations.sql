@@ -13,6 +13,13 @@
     the view, so its watermarks only ever record replays that were committed.
 -#}
 
+{%- set new_events_after = none %}
+{%- if execute %}
+    {%- set new_events_after = run_query(
+        "select max(after_ingest_seq) from " ~ ref('int_balance_slices_invalidated') ~ " where cause = 'new_events'"
+    ).rows[0][0] %}
+{%- endif %}
+
 with slices as (
     select * from {{ ref('int_balance_slices_invalidated') }}
 ),
@@ -56,11 +63,15 @@ slice_keys as (
         on slices.cause = 'new_events'
         and new_events.is_accepted
         and new_events.ingest_seq > slices.after_ingest_seq
+    {#- The same bound as a literal, so the scan prunes files to the new events. #}
+    where new_events.ingest_seq > {{ new_events_after if new_events_after is not none else 'null' }}
 ),
 
 watermarks as (
-    select max(source_watermark) as events_watermark
-    from daily_balances
+    {#- Every classified row up to here is folded (rejected ones included): the next run's events
+        watermark, so that its scan skips files holding only rows already seen. -#}
+    select max(ingest_seq) as events_watermark
+    from {{ ref('int_payment_events_classified') }}
 ),
 
 observations as (

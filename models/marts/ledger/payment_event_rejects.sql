@@ -8,11 +8,14 @@
 
 {#- Quarantine: every ingested row that is not folded, with the raw values and the reason. -#}
 
+{#- The watermark as a literal (not a subquery), so the scan prunes files to the new rows. #}
+{%- set watermark = incremental_watermark('ingest_seq') %}
+
 with classified as (
     select * from {{ ref('int_payment_events_classified') }}
     where not is_accepted
     {% if is_incremental() %}
-        and ingest_seq > (select coalesce(max(ingest_seq), 0) from {{ this }})
+        and ingest_seq > {{ watermark }}
     {% endif %}
 ),
 
