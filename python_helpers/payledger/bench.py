@@ -115,7 +115,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
             raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
         seconds += _model_seconds(build)
         canonical[label] = metrics.rows_read(first, CANONICAL)
-        landing += metrics.rows_read(first, LANDING.split(".")[1])
+        landing += metrics.rows_read(first, LANDING)
     after = table_commits(spark, VIEW)
     # A full refresh replaces the table: count what its last commit wrote.
     written = records_added(after[commits:]) if len(after) > commits else records_added(after[-1:])
@@ -174,7 +174,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
         "where not (p.available_balance <=> v.available_balance and p.pending_balance <=> v.pending_balance "
         "and p.reserve_hold <=> v.reserve_hold)"
     ).first()["n"]
-    rows = metrics.rows_read(first, LANDING.split(".")[1])
+    rows = metrics.rows_read(first, LANDING)
     return Phase("P peer job", seconds, {}, rows, 0), int(differing)
 
 
