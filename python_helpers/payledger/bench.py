@@ -49,6 +49,7 @@ class Phase:
     canonical_reads: dict[str, int]
     landing_rows_read: int
     records_written: int
+    seconds_by_node: dict[str, float]
 
     @property
     def canonical_rows_read(self) -> int:
@@ -106,6 +107,7 @@ BUILD_STEPS = (
 def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Phase:
     commits = len(table_commits(spark, VIEW))
     seconds = 0.0
+    by_node: dict[str, float] = {}
     canonical: dict[str, int] = {}
     landing = 0
     for label, dbt_args in steps:
@@ -114,12 +116,13 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         if not build.success:
             raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
         seconds += _model_seconds(build)
+        by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
         canonical[label] = metrics.rows_read(first, CANONICAL)
         landing += metrics.rows_read(first, LANDING)
     after = table_commits(spark, VIEW)
     # A full refresh replaces the table: count what its last commit wrote.
     written = records_added(after[commits:]) if len(after) > commits else records_added(after[-1:])
-    return Phase(name, seconds, canonical, landing, written)
+    return Phase(name, seconds, canonical, landing, written, by_node)
 
 
 PEER_SQL = """
@@ -175,7 +178,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
         "and p.reserve_hold <=> v.reserve_hold)"
     ).first()["n"]
     rows = metrics.rows_read(first, LANDING)
-    return Phase("P peer job", seconds, {}, rows, 0), int(differing)
+    return Phase("P peer job", seconds, {}, rows, 0, {}), int(differing)
 
 
 def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out: Path) -> dict:
@@ -247,6 +250,7 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
         "view_rows": int(view_rows),
         "batch_rows_loaded": loaded_batch,
         "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
+        "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
         "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
         "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
         "landing_rows_read": {"full": full.landing_rows_read, "incremental": incremental.landing_rows_read, "replay": replay.landing_rows_read, "peer": peer.landing_rows_read},
