@@ -1,4 +1,4 @@
-"""The ``payledger`` command: ``generate``, ``load`` and ``sql`` over the project's warehouse."""
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``demo`` and ``bench`` over the project's warehouse."""
 
 from __future__ import annotations
 
