@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 from payledger.contract import LANDING_TABLES
 from payledger.dbt import DbtInvocation, run_dbt
 from payledger.load import load_file
-from payledger.warehouse import VIEW
 
 class DbtProject:
     """Runs dbt commands on the project in-process, keeping artefacts out of the repo's target/."""

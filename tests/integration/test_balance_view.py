@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from payledger.warehouse import table_commits
+from payledger.warehouse import VIEW, table_commits
 from tests import reference
-from tests.support import VIEW, event, merchant, policy
+from tests.support import event, merchant, policy
 
 pytestmark = pytest.mark.integration
 

@@ -39,12 +39,7 @@ with accepted_events as (
 ),
 
 observations as (
-    select max(observed_at) as policy_observed_at
-    from (
-        select observed_at from {{ ref('int_merchant_segment_versions') }}
-        union all
-        select observed_at from {{ ref('int_reserve_policy_versions') }}
-    )
+    {{ latest_policy_observation() }}
 ),
 
 {% if is_incremental() %}
