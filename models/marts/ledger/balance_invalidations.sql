@@ -6,6 +6,9 @@
     )
 }}
 
+{#- The audit cannot be recomputed from canonical history: a full refresh would erase it. -#}
+{{ guard_full_refresh() }}
+
 {#-
     Append-only audit of what each run invalidated and replayed: which balances were stale, and
     which input change invalidated them. One row per slice of int_balance_slices_invalidated, with

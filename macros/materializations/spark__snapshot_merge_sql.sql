@@ -1,0 +1,14 @@
+{#-
+    Overrides dbt-spark's snapshot MERGE: when the staging relation holds no insert, update or delete,
+    the snapshot commits nothing (an idle `dbt snapshot` adds no Iceberg snapshot to its table).
+-#}
+{% macro spark__snapshot_merge_sql(target, source, insert_cols) -%}
+    {%- set staged = source.identifier if target.is_iceberg else source -%}
+    {%- set changes = "select * from " ~ staged ~ " where dbt_change_type in ('insert', 'update', 'delete')" -%}
+    {%- if execute and not _has_rows(changes) -%}
+        {{ log('commit_only_changes: ' ~ target ~ ' has no changes; nothing committed', info=false) }}
+        select 'no changes for {{ target }}' as skipped
+    {%- else -%}
+        {{ dbt_spark.spark__snapshot_merge_sql(target, source, insert_cols) }}
+    {%- endif -%}
+{%- endmacro %}
