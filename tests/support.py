@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 from payledger.contract import LANDING_TABLES
 from payledger.dbt import DbtInvocation, run_dbt
 from payledger.load import load_file
+from payledger.warehouse import VIEW
+from tests import reference
 
 class DbtProject:
     """Runs dbt commands on the project in-process, keeping artefacts out of the repo's target/."""
@@ -72,3 +74,76 @@ def policy(segment: str, pct: str, effective_from: str) -> dict:
 
 def merchant(merchant_id: str, segment: str, effective_from: str) -> dict:
     return {"merchant_id": merchant_id, "segment": segment, "segment_effective_from": dt.date.fromisoformat(effective_from)}
+
+
+def view_rows(warehouse) -> dict[tuple[str, str], dict]:
+    """The balance view's rows by (merchant_id, currency)."""
+    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
+
+
+class History:
+    """What the test landed, in the reference's terms (ingest order and observation order)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.segments: list[reference.SegmentVersion] = []
+        self.policies: list[reference.PolicyVersion] = []
+        self._observed = 0
+
+    def land_events(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("payment_events", rows)
+        for row in rows:
+            self.events.append({**row, "ingest_seq": len(self.events) + 1})
+
+    def land_merchants(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("merchants", rows)
+        self._observed += 1
+        for r in rows:
+            self.segments.append(reference.SegmentVersion(r["merchant_id"], r["segment"], r["segment_effective_from"], self._observed))
+
+    def land_policies(self, warehouse, rows: list[dict]) -> None:
+        warehouse.load("reserve_policies", rows)
+        self._observed += 1
+        for r in rows:
+            self.policies.append(reference.PolicyVersion(r["segment"], r["reserve_pct"], r["effective_from"], self._observed))
+
+    def assert_view_matches(self, warehouse) -> None:
+        expected, expected_rejects = reference.fold(self.events, self.segments, self.policies)
+        actual = view_rows(warehouse)
+        assert set(actual) == set(expected), f"keys differ: view {sorted(actual)} vs reference {sorted(expected)}"
+        for key, want in expected.items():
+            got = actual[key]
+            assert (got["available_balance"], got["pending_balance"], got["reserve_hold"]) == (
+                want.available,
+                want.pending,
+                want.reserve,
+            ), f"{key}: view {got} vs reference {want}"
+            assert got["source_watermark"] == want.source_watermark, key
+            assert got["last_event_time"] == want.last_event_time.replace(tzinfo=None), key
+        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
+        assert rejects == expected_rejects, f"rejects differ: view {sorted(rejects.items())} vs reference {sorted(expected_rejects.items())}"
+
+
+SNAPSHOTS = ("payledger_snapshots.snp_payledger__reserve_policies", "payledger_snapshots.snp_payledger__merchants")
+
+
+def snapshot_history(warehouse) -> dict[tuple[str, str], dict]:
+    """Every row of both snapshot tables, by (table, dbt_scd_id)."""
+    history = {}
+    for table in SNAPSHOTS:
+        if warehouse.spark.catalog.tableExists(table):
+            for row in warehouse.rows(f"select * from {table}"):
+                history[(table, row["dbt_scd_id"])] = row
+    return history
+
+
+def assert_history_kept(before: dict, after: dict) -> None:
+    """Snapshot history only grows: every earlier version is still there, unchanged, except that a
+    current version (``dbt_valid_to`` null) may have been closed."""
+    lost = sorted(set(before) - set(after))
+    assert not lost, f"snapshot versions lost: {lost}"
+    for key, old in before.items():
+        new = after[key]
+        if old["dbt_valid_to"] is None:
+            new = {**new, "dbt_valid_to": None, "dbt_updated_at": old["dbt_updated_at"]}
+        assert new == old, f"snapshot version {key} was rewritten: {old} -> {after[key]}"

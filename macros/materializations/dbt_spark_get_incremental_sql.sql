@@ -14,6 +14,6 @@
         {{ log('commit_only_changes: ' ~ target ~ ' has no new rows; nothing committed', info=false) }}
         select 'no new rows for {{ target }}' as skipped
     {%- else -%}
-        {{ dbt_spark.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
+        {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
     {%- endif -%}
 {% endmacro %}

@@ -9,6 +9,6 @@
         {{ log('commit_only_changes: ' ~ target ~ ' has no changes; nothing committed', info=false) }}
         select 'no changes for {{ target }}' as skipped
     {%- else -%}
-        {{ dbt_spark.spark__snapshot_merge_sql(target, source, insert_cols) }}
+        {{ dbt.spark__snapshot_merge_sql(target, source, insert_cols) }}
     {%- endif -%}
 {%- endmacro %}

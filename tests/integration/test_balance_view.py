@@ -10,14 +10,9 @@ from decimal import Decimal
 import pytest
 
 from payledger.warehouse import VIEW, table_commits
-from tests import reference
-from tests.support import event, merchant, policy
+from tests.support import History, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
-
-
-def view_rows(warehouse) -> dict[tuple[str, str], dict]:
-    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
 
 
 def view_snapshots(warehouse) -> list[dict]:
@@ -98,49 +93,6 @@ def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
     assert [s["segment"] for s in segments] == ["retail", "travel"]
     # m1 is in travel (5%) from 2026-02-15, so the March release holds 5.00.
     assert view_rows(warehouse)[("m1", "USD")]["reserve_hold"] == Decimal("5.00")
-
-
-class History:
-    """What the test landed, in the reference's terms (ingest order and observation order)."""
-
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.segments: list[reference.SegmentVersion] = []
-        self.policies: list[reference.PolicyVersion] = []
-        self._observed = 0
-
-    def land_events(self, warehouse, rows: list[dict]) -> None:
-        warehouse.load("payment_events", rows)
-        for row in rows:
-            self.events.append({**row, "ingest_seq": len(self.events) + 1})
-
-    def land_merchants(self, warehouse, rows: list[dict]) -> None:
-        warehouse.load("merchants", rows)
-        self._observed += 1
-        for r in rows:
-            self.segments.append(reference.SegmentVersion(r["merchant_id"], r["segment"], r["segment_effective_from"], self._observed))
-
-    def land_policies(self, warehouse, rows: list[dict]) -> None:
-        warehouse.load("reserve_policies", rows)
-        self._observed += 1
-        for r in rows:
-            self.policies.append(reference.PolicyVersion(r["segment"], r["reserve_pct"], r["effective_from"], self._observed))
-
-    def assert_view_matches(self, warehouse) -> None:
-        expected, expected_rejects = reference.fold(self.events, self.segments, self.policies)
-        actual = view_rows(warehouse)
-        assert set(actual) == set(expected), f"keys differ: view {sorted(actual)} vs reference {sorted(expected)}"
-        for key, want in expected.items():
-            got = actual[key]
-            assert (got["available_balance"], got["pending_balance"], got["reserve_hold"]) == (
-                want.available,
-                want.pending,
-                want.reserve,
-            ), f"{key}: view {got} vs reference {want}"
-            assert got["source_watermark"] == want.source_watermark, key
-            assert got["last_event_time"] == want.last_event_time.replace(tzinfo=None), key
-        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
-        assert rejects == expected_rejects
 
 
 def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroactive_changes(dbt, warehouse):

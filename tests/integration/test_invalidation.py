@@ -8,16 +8,12 @@ from decimal import Decimal
 import pytest
 
 from payledger.warehouse import VIEW, project_relations, table_commits
-from tests.support import event, merchant, policy
+from tests.support import event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
 
 AUDIT = "payledger.balance_invalidations"
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
-
-
-def view_rows(warehouse) -> dict[tuple[str, str], dict]:
-    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
 
 
 def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
