@@ -12,7 +12,8 @@
     {%- if segment is none and merchant is none and from_date is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set usage = "expected --vars '{\"replay_segment\": \"<segment>\", \"replay_from\": \"YYYY-MM-DD\"}' or '{\"replay_merchant\": \"<merchant_id>\", \"replay_from\": \"YYYY-MM-DD\"}'" -%}
+    {%- set usage = "expected --vars '{\"replay_segment\": \"<segment>\", \"replay_from\": \"YYYY-MM-DD\"}'"
+        ~ " or '{\"replay_merchant\": \"<merchant_id>\", \"replay_from\": \"YYYY-MM-DD\"}'" -%}
     {%- if (segment is none) == (merchant is none) -%}
         {{ exceptions.raise_compiler_error("Manual replay needs exactly one of replay_segment and replay_merchant; " ~ usage) }}
     {%- endif -%}

@@ -49,7 +49,12 @@
         'oldest_invalidation_not_replayed': oldest or 'none',
         'checked_at': row[4],
     } -%}
-    {{ log("Balance view freshness: " ~ report.landed_rows_behind ~ " landed event row(s) behind (view watermark " ~ report.view_source_watermark ~ "); oldest invalidation not yet replayed: " ~ report.oldest_invalidation_not_replayed, info=true) }}
+    {{ log(
+        "Balance view freshness: " ~ report.landed_rows_behind ~ " landed event row(s) behind (view watermark "
+        ~ report.view_source_watermark ~ "); oldest invalidation not yet replayed: "
+        ~ report.oldest_invalidation_not_replayed,
+        info=true
+    ) }}
     {{ log("FRESHNESS_JSON " ~ report | tojson, info=true) }}
     {{ return(report) }}
 {%- endmacro %}

@@ -4,31 +4,42 @@
 -#}
 
 with ingested as (
-    select count(*) as row_count, sum(coalesce(amount, 0)) as amount_total
+    select
+        count(*) as event_rows,
+        sum(coalesce(amount, 0)) as amount_total
     from {{ ref('stg_payledger__payment_events') }}
 ),
 
 classified as (
     select
-        count(*) as row_count,
+        count(*) as event_rows,
         sum(coalesce(amount, 0)) as amount_total,
         sum(case when is_accepted then 0 else 1 end) as rejected_count
     from {{ ref('int_payment_events_classified') }}
 ),
 
 rejects as (
-    select count(*) as row_count
+    select count(*) as event_rows
     from {{ ref('payment_event_rejects') }}
 ),
 
 checks as (
-    select 'classified rows = ingested rows' as measure, ingested.row_count as ingested_value, classified.row_count as classified_value
+    select
+        'classified rows = ingested rows' as measure,
+        ingested.event_rows as ingested_value,
+        classified.event_rows as classified_value
     from ingested cross join classified
     union all
-    select 'classified amount = ingested amount', ingested.amount_total, classified.amount_total
+    select
+        'classified amount = ingested amount' as measure,
+        ingested.amount_total as ingested_value,
+        classified.amount_total as classified_value
     from ingested cross join classified
     union all
-    select 'rejects rows = rejected classified rows', classified.rejected_count, rejects.row_count
+    select
+        'rejects rows = rejected classified rows' as measure,
+        classified.rejected_count as ingested_value,
+        rejects.event_rows as classified_value
     from classified cross join rejects
 )
 

@@ -45,9 +45,9 @@ compared as (
 
 select * from compared
 where not (
-    view_available_balance <=> replayed_available_balance
-    and view_pending_balance <=> replayed_pending_balance
-    and view_reserve_hold <=> replayed_reserve_hold
-    and view_source_watermark <=> replayed_source_watermark
-    and view_last_event_time <=> replayed_last_event_time
-)
+        view_available_balance <=> replayed_available_balance
+        and view_pending_balance <=> replayed_pending_balance
+        and view_reserve_hold <=> replayed_reserve_hold
+        and view_source_watermark <=> replayed_source_watermark
+        and view_last_event_time <=> replayed_last_event_time
+    )

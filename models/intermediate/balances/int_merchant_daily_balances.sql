@@ -49,7 +49,9 @@ invalid_slices as (
 ),
 
 invalid_merchants as (
-    select merchant_id, min(from_date) as from_date
+    select
+        merchant_id,
+        min(from_date) as from_date
     from ({{ invalidated_merchants('invalid_slices') }})
     group by merchant_id
 ),
@@ -61,9 +63,9 @@ replayed_events as (
         on accepted_events.merchant_id = invalid_merchants.merchant_id
         and accepted_events.event_date >= invalid_merchants.from_date
     {% if replay_from %}
-        where accepted_events.event_date >= date {{ quoted_literal(replay_from) }}
+    where accepted_events.event_date >= date {{ quoted_literal(replay_from) }}
     {% else %}
-        where false
+    where false
     {% endif %}
 ),
 
@@ -97,17 +99,19 @@ added_days as (
         new_days.merchant_id,
         new_days.currency,
         new_days.balance_date,
-        cast(new_days.available_change + coalesce(checkpoint.available_change, 0) as decimal(18, 2)) as available_change,
-        cast(new_days.pending_change + coalesce(checkpoint.pending_change, 0) as decimal(18, 2)) as pending_change,
-        cast(new_days.reserve_change + coalesce(checkpoint.reserve_change, 0) as decimal(18, 2)) as reserve_change,
-        new_days.event_count + coalesce(checkpoint.event_count, 0) as event_count,
-        greatest(new_days.source_watermark, coalesce(checkpoint.source_watermark, 0)) as source_watermark,
-        greatest(new_days.last_event_time, checkpoint.last_event_time) as last_event_time
+        cast(
+            new_days.available_change + coalesce(checkpoint_days.available_change, 0) as decimal(18, 2)
+        ) as available_change,
+        cast(new_days.pending_change + coalesce(checkpoint_days.pending_change, 0) as decimal(18, 2)) as pending_change,
+        cast(new_days.reserve_change + coalesce(checkpoint_days.reserve_change, 0) as decimal(18, 2)) as reserve_change,
+        new_days.event_count + coalesce(checkpoint_days.event_count, 0) as event_count,
+        greatest(new_days.source_watermark, coalesce(checkpoint_days.source_watermark, 0)) as source_watermark,
+        greatest(new_days.last_event_time, checkpoint_days.last_event_time) as last_event_time
     from new_days
-    left join {{ this }} as checkpoint
-        on new_days.merchant_id = checkpoint.merchant_id
-        and new_days.currency = checkpoint.currency
-        and new_days.balance_date = checkpoint.balance_date
+    left join {{ this }} as checkpoint_days
+        on new_days.merchant_id = checkpoint_days.merchant_id
+        and new_days.currency = checkpoint_days.currency
+        and new_days.balance_date = checkpoint_days.balance_date
 ),
 
 changed_days as (

@@ -21,7 +21,7 @@
 with events as (
     select * from {{ ref('stg_payledger__payment_events') }}
     {% if is_incremental() %}
-        where ingest_seq > {{ watermark }}
+    where ingest_seq > {{ watermark }}
     {% endif %}
 ),
 
@@ -46,24 +46,38 @@ validated as (
 ),
 
 valid_copies as (
-    select event_id, merchant_id, currency, event_type, amount, event_time, ingest_seq
+    select
+        event_id,
+        merchant_id,
+        currency,
+        event_type,
+        amount,
+        event_time,
+        ingest_seq
     from validated
     where validation_reason is null
 ),
 
 {% if is_incremental() %}
 previously_accepted as (
-    select event_id, merchant_id, currency, event_type, amount, event_time, ingest_seq
+    select
+        event_id,
+        merchant_id,
+        currency,
+        event_type,
+        amount,
+        event_time,
+        ingest_seq
     from {{ this }}
-    where is_accepted and event_id in (select event_id from valid_copies)
+    where is_accepted and event_id in (select valid_copies.event_id from valid_copies)
 ),
 {% endif %}
 
 candidates as (
     select * from valid_copies
     {% if is_incremental() %}
-        union all
-        select * from previously_accepted
+    union all
+    select * from previously_accepted
     {% endif %}
 ),
 

@@ -49,7 +49,7 @@ slice_keys as (
     ) as slice_merchants
     inner join daily_balances
         on slice_merchants.merchant_id = daily_balances.merchant_id
-        and daily_balances.balance_date >= slice_merchants.from_date
+        and slice_merchants.from_date <= daily_balances.balance_date
 
     union all
 
@@ -65,7 +65,7 @@ slice_keys as (
     inner join {{ ref('int_payment_events_classified') }} as new_events
         on slices.cause = 'new_events'
         and new_events.is_accepted
-        and new_events.ingest_seq > slices.after_ingest_seq
+        and slices.after_ingest_seq < new_events.ingest_seq
     {#- The same bound as a literal, so the scan prunes files to the new events. #}
     where new_events.ingest_seq > {{ new_events_after if new_events_after is not none else 'null' }}
 ),

@@ -42,7 +42,9 @@ view_watermarks as (
 ),
 
 invalidated_keys as (
-    select distinct daily_balances.merchant_id, daily_balances.currency
+    select distinct
+        daily_balances.merchant_id,
+        daily_balances.currency
     from daily_balances
     cross join view_watermarks
     where daily_balances.written_by_invocation_id = '{{ invocation_id }}'
@@ -90,12 +92,13 @@ final as (
         '{{ invocation_id }}' as written_by_invocation_id,
         current_timestamp() as written_at
     from balances
-)
+),
 
-{% if is_incremental() %}
-, changed as (
+changed as (
+    {#- On an incremental run, only the rows whose values differ from the stored ones are merged. #}
     select final.*
     from final
+    {% if is_incremental() %}
     left join {{ this }} as current_rows
         on final.merchant_id = current_rows.merchant_id
         and final.currency = current_rows.currency
@@ -107,9 +110,7 @@ final as (
             and final.last_event_time <=> current_rows.last_event_time
             and final.source_watermark <=> current_rows.source_watermark
         )
+    {% endif %}
 )
 
 select * from changed
-{% else %}
-select * from final
-{% endif %}

@@ -14,9 +14,9 @@
 with classified as (
     select * from {{ ref('int_payment_events_classified') }}
     where not is_accepted
-    {% if is_incremental() %}
+        {% if is_incremental() %}
         and ingest_seq > {{ watermark }}
-    {% endif %}
+        {% endif %}
 ),
 
 final as (
