@@ -1,4 +1,4 @@
-"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``demo`` and ``bench`` over the project's warehouse."""
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``demo`` and ``bench`` over the project's warehouse."""
 
 from __future__ import annotations
 
@@ -24,7 +24,13 @@ def main() -> None:
 
 @main.command("generate")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for the Parquet files.")
-@click.option("--events", type=click.IntRange(min=1), default=100_000, show_default=True, help="Clean events (before duplicates and bad rows); follow-ups past the end date are dropped.")
+@click.option(
+    "--events",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Clean events (before duplicates and bad rows); follow-ups past the end date are dropped.",
+)
 @click.option("--merchants", type=click.IntRange(min=1), default=1_000, show_default=True)
 @click.option("--segments", type=click.IntRange(1, 12), default=10, show_default=True)
 @click.option("--days", type=click.IntRange(min=1), default=365, show_default=True, help="Days of event time, ending on --end-date.")
@@ -33,7 +39,11 @@ def main() -> None:
 @click.option("--duplicate-rate", type=float, default=0.01, show_default=True)
 @click.option("--late-rate", type=float, default=0.01, show_default=True)
 @click.option("--bad-rate", type=float, default=0.002, show_default=True)
-@click.option("--continue-from", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Write a follow-on batch: new events plus re-sent copies of this history's events.")
+@click.option(
+    "--continue-from",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Write a follow-on batch: new events plus re-sent copies of this history's events.",
+)
 @click.option("--id-prefix", default=None, help="Prefix of new event ids (default evt_, or b<seed>_ for a batch).")
 def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path | None, id_prefix: str | None, **kwargs) -> None:
     """Write a seeded synthetic history (events, merchants, policies) as Parquet."""
@@ -79,9 +89,9 @@ def _plain(value: object) -> object:
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 def sql_command(query: str, fmt: str) -> None:
     """Run QUERY on the project's warehouse; print CSV (header then rows) or a JSON array of objects."""
-    from payledger.spark import get_spark
-
     from pyspark.errors import PySparkException
+
+    from payledger.spark import get_spark
 
     try:
         frame = get_spark().sql(query)
@@ -96,6 +106,22 @@ def sql_command(query: str, fmt: str) -> None:
     writer.writerow(frame.columns)
     for row in rows:
         writer.writerow([_plain(v) for v in row])
+
+
+@main.command("build", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build before giving up (exit 75)."
+)
+@click.argument("dbt_args", nargs=-1, type=click.UNPROCESSED)
+def build_command(wait_s: float, dbt_args: tuple[str, ...]) -> None:
+    """The scheduled build: source freshness, then `dbt build DBT_ARGS`, under the warehouse's lock.
+
+    Logs one JSON object per step on stdout. Exit 0 on success, 1 when freshness or the build fails,
+    75 when another build holds the lock (nothing was run).
+    """
+    from payledger.schedule import scheduled_build
+
+    sys.exit(scheduled_build(wait_s, dbt_args))
 
 
 @main.command("demo")

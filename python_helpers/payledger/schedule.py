@@ -1,0 +1,108 @@
+"""Scheduled builds (cron): one build at a time per warehouse, logged as JSON lines.
+
+``scheduled_build`` takes an exclusive ``flock`` on ``<warehouse>/.payledger-build.lock``, runs
+``dbt source freshness`` and ``dbt build`` in-process, and reports each step as one JSON object per
+line (dbt's own messages, errors only, are JSON lines too: ``--log-format json``). A second build
+that cannot get the lock within ``wait_s`` exits with ``EXIT_LOCKED`` (75, ``EX_TEMPFAIL``) before
+touching the warehouse; the next scheduled run catches up, because every build replays whatever
+is past the view's watermarks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from payledger.dbt import run_dbt
+from payledger.spark import default_warehouse
+
+LOCK_FILE = ".payledger-build.lock"
+EXIT_LOCKED = 75
+
+
+class BuildLocked(RuntimeError):
+    """Another process holds the build lock of this warehouse."""
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@contextlib.contextmanager
+def build_lock(warehouse: Path, wait_s: float = 0.0) -> Iterator[Path]:
+    """Hold the warehouse's build lock for the ``with`` block; yields the lock file's path.
+
+    Polls for up to ``wait_s`` seconds. Raises ``BuildLocked`` (naming the holder's pid and start
+    time, as the holder wrote them into the lock file) when the lock stays taken. The lock is an
+    ``flock``: the kernel releases it when the holder exits, even on SIGKILL.
+    """
+    warehouse.mkdir(parents=True, exist_ok=True)
+    path = warehouse / LOCK_FILE
+    deadline = time.monotonic() + wait_s
+    with open(path, "a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "unknown holder"
+                    raise BuildLocked(
+                        f"another build holds {path} ({holder}); waited {wait_s:g} s. Nothing was run; the next scheduled build catches up."
+                    ) from None
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {_now()}")
+        handle.flush()
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def scheduled_build(wait_s: float = 0.0, build_args: tuple[str, ...] = (), emit: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """Run ``dbt source freshness`` then ``dbt build <build_args>`` under the build lock.
+
+    ``emit`` receives one dict per step (default: print it as a JSON line): ``event`` is one of
+    ``locked``, ``lock_acquired``, ``freshness`` (``success``, ``stale``: sources past warn_after
+    or error_after, with their status), ``build`` (``success``, ``invocation_id``, ``seconds``,
+    ``failures``) and ``done`` (``exit_code``). Returns the process exit code: 0 when both steps
+    succeed, 1 when either fails (a freshness error means late data: the build still runs),
+    ``EXIT_LOCKED`` when another build holds the lock.
+    """
+    emit = emit or (lambda record: print(json.dumps(record), flush=True))
+    warehouse = default_warehouse()
+
+    def log(event: str, **fields: Any) -> None:
+        emit({"ts": _now(), "event": event, "warehouse": str(warehouse), **fields})
+
+    try:
+        with build_lock(warehouse, wait_s):
+            log("lock_acquired", pid=os.getpid())
+            freshness = run_dbt("source", "freshness", "--log-format", "json")
+            stale = {uid.split(".", 2)[-1]: str(r.status) for uid, r in freshness.nodes.items() if str(r.status) != "pass"}
+            log("freshness", success=freshness.success, stale=stale)
+            started = time.monotonic()
+            build = run_dbt("build", "--log-format", "json", *build_args)
+            log(
+                "build",
+                success=build.success,
+                invocation_id=build.invocation_id,
+                seconds=round(time.monotonic() - started, 1),
+                failures=build.failures() or ([str(build.exception)] if build.exception else []),
+            )
+            code = 0 if freshness.success and build.success else 1
+    except BuildLocked as locked:
+        log("locked", message=str(locked))
+        code = EXIT_LOCKED
+    log("done", exit_code=code)
+    return code
