@@ -72,7 +72,7 @@ class SqlMetrics:
 
     def _executions(self) -> list[dict]:
         url = f"{self.base}/api/v1/applications/{self.app}/sql?details=true&planDescription=false&length=100000"
-        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - loopback Spark UI
+        with urllib.request.urlopen(url, timeout=60) as response:
             return json.load(response)
 
     def last_id(self) -> int:
@@ -198,11 +198,13 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     segment = policies[0]["segment"]
     change.mkdir(parents=True, exist_ok=True)
     pq.write_table(
-        pa.table({
-            "segment": [segment],
-            "reserve_pct": pa.array([min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))], POLICY_FILE_SCHEMA.field("reserve_pct").type),
-            "effective_from": pa.array([end_date - dt.timedelta(days=30)], pa.date32()),
-        }),
+        pa.table(
+            {
+                "segment": [segment],
+                "reserve_pct": pa.array([min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))], POLICY_FILE_SCHEMA.field("reserve_pct").type),
+                "effective_from": pa.array([end_date - dt.timedelta(days=30)], pa.date32()),
+            }
+        ),
         change / POLICY_FILE,
     )
 
@@ -253,7 +255,12 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
         "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
         "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
         "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
-        "landing_rows_read": {"full": full.landing_rows_read, "incremental": incremental.landing_rows_read, "replay": replay.landing_rows_read, "peer": peer.landing_rows_read},
+        "landing_rows_read": {
+            "full": full.landing_rows_read,
+            "incremental": incremental.landing_rows_read,
+            "replay": replay.landing_rows_read,
+            "peer": peer.landing_rows_read,
+        },
         "peer_keys_differing_from_view": peer_differences,
         "reconciled_after_runs": bool(check.success),
         "initial_build_s": round(initial.seconds, 2),

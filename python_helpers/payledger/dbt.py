@@ -46,11 +46,7 @@ class DbtInvocation:
 
     def timings(self, resource_types: tuple[str, ...] = ("model", "snapshot")) -> dict[str, float]:
         """Execution seconds per node name, for nodes of the given resource types."""
-        return {
-            uid.split(".")[-1]: float(r.execution_time)
-            for uid, r in self.nodes.items()
-            if uid.split(".")[0] in resource_types
-        }
+        return {uid.split(".")[-1]: float(r.execution_time) for uid, r in self.nodes.items() if uid.split(".")[0] in resource_types}
 
 
 def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None = None, quiet: bool = True) -> DbtInvocation:

@@ -62,7 +62,11 @@ def _retroactive_policy(history: Path, out: Path, end_date: dt.date) -> tuple[st
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(
         pa.table(
-            {"segment": [segment], "reserve_pct": pa.array([pct], POLICY_FILE_SCHEMA.field("reserve_pct").type), "effective_from": pa.array([effective], pa.date32())}
+            {
+                "segment": [segment],
+                "reserve_pct": pa.array([pct], POLICY_FILE_SCHEMA.field("reserve_pct").type),
+                "effective_from": pa.array([effective], pa.date32()),
+            }
         ),
         out / POLICY_FILE,
     )

@@ -7,9 +7,9 @@ Amounts are decimals in the currency's major unit (two decimal places); times ar
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -184,7 +184,7 @@ def _events_arrays(options: GenerateOptions, rng: np.random.Generator, id_prefix
     follow(chargeback & (outcome < 0.45), "chargeback_won", (15, 45), 1.0, t_cb)
     follow(chargeback & (outcome >= 0.45) & (outcome < 0.85), "chargeback_lost", (15, 45), 1.0, t_cb)
 
-    k, etype, t, amt = (np.concatenate(column) for column in zip(*parts))
+    k, etype, t, amt = (np.concatenate(column) for column in zip(*parts, strict=True))
     end_us = start_us + span_us
     keep = np.flatnonzero(t < end_us)
     if len(keep) > options.events:

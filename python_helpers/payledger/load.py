@@ -75,9 +75,7 @@ def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: in
             column = pc.assume_timezone(column, "UTC")
         return column.cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
-        raise LoadError(
-            f"{path}: column {field.name} (rows from {first_row + 1}) cannot be read as {field.type}: {error}"
-        ) from None
+        raise LoadError(f"{path}: column {field.name} (rows from {first_row + 1}) cannot be read as {field.type}: {error}") from None
 
 
 def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
@@ -100,12 +98,7 @@ def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[
         )
     row = 0
     for batch in _read_batches(path, batches):
-        arrays = [
-            _convert_column(path, batch.column(f.name), f, row)
-            if f.name in names
-            else pa.nulls(batch.num_rows, f.type)
-            for f in expected
-        ]
+        arrays = [_convert_column(path, batch.column(f.name), f, row) if f.name in names else pa.nulls(batch.num_rows, f.type) for f in expected]
         arrays.append(pa.array(range(row, row + batch.num_rows), pa.int64()))
         yield pa.record_batch(arrays, schema=expected.append(pa.field(ROW_COLUMN, pa.int64())))
         row += batch.num_rows
@@ -159,7 +152,7 @@ def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
     """
     if kind not in LANDING_TABLES:
         raise LoadError(f"unknown landing table {kind!r}; expected one of {sorted(LANDING_TABLES)}")
-    columns, schema, key = LANDING_TABLES[kind]
+    _, schema, key = LANDING_TABLES[kind]
     optional = {"updated_at"} if key else set()
     with tempfile.TemporaryDirectory(prefix="payledger-load-") as tmp, _load_lock(warehouse):
         staged_path = Path(tmp) / "staged.parquet"
@@ -208,20 +201,18 @@ def _upsert_current_state(spark, path: Path, target: str, staged: pa.Table, stag
         if earliest_us is not None and earliest_us <= latest_us:
             given = dt.datetime.fromtimestamp(earliest_us / 1e6, dt.UTC).isoformat()
             raise LoadError(
-                f"{path}: updated_at {given} is not later than the latest already loaded ({latest}); "
-                "updated_at orders observations and must move forward"
+                f"{path}: updated_at {given} is not later than the latest already loaded ({latest}); updated_at orders observations and must move forward"
             )
         if now_us <= latest_us:
             raise LoadError(f"{path}: the clock is behind the latest updated_at already loaded ({latest})")
     value_columns = [f.name for f in schema if f.name != "updated_at"]
-    select = ", ".join(value_columns + ["coalesce(updated_at, current_timestamp()) as updated_at"])
+    select = ", ".join([*value_columns, "coalesce(updated_at, current_timestamp()) as updated_at"])
     # A row whose values are unchanged is not rewritten: a new updated_at alone would make the
     # snapshot record a version that changes nothing, and invalidate balances for no reason.
     changed = " or ".join(f"not (dest.{name} <=> src.{name})" for name in value_columns if name != key)
     source = f"(select {select} from parquet.`{staged_uri}`)"
     written = spark.sql(
-        f"select count(*) as n from {source} as src left join {target} as dest on dest.{key} = src.{key} "
-        f"where dest.{key} is null or {changed}"
+        f"select count(*) as n from {source} as src left join {target} as dest on dest.{key} = src.{key} where dest.{key} is null or {changed}"
     ).first()["n"]
     spark.sql(
         f"""

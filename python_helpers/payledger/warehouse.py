@@ -19,11 +19,7 @@ def project_relations(spark) -> dict[str, dict[str, list[str]]]:
         if not name.startswith("payledger"):
             continue
         views = sorted(v["viewName"] for v in spark.sql(f"show views in {name}").collect() if not v["isTemporary"])
-        tables = sorted(
-            t["tableName"]
-            for t in spark.sql(f"show tables in {name}").collect()
-            if t["tableName"] not in views and not t["isTemporary"]
-        )
+        tables = sorted(t["tableName"] for t in spark.sql(f"show tables in {name}").collect() if t["tableName"] not in views and not t["isTemporary"])
         relations[name] = {"views": views, "tables": tables}
     return relations
 
@@ -52,12 +48,7 @@ def table_commits(spark, table: str) -> list[dict[str, Any]]:
     """
     if not spark.catalog.tableExists(table):
         return []
-    return [
-        r.asDict()
-        for r in spark.sql(
-            f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at"
-        ).collect()
-    ]
+    return [r.asDict() for r in spark.sql(f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at").collect()]
 
 
 def records_added(commits: list[dict[str, Any]]) -> int:
