@@ -22,13 +22,16 @@ os.environ["PAYLEDGER_HOME"] = str(ROOT)
 os.environ["PAYLEDGER_WAREHOUSE"] = str(WAREHOUSE / "warehouse")
 os.environ.setdefault("PAYLEDGER_DRIVER_MEMORY", "4g")
 os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "2")
+# Tiny data: compiling generated code and adaptive re-planning cost more than they save.
+os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
+os.environ.setdefault("PAYLEDGER_ADAPTIVE", "false")
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
 
 from payledger.warehouse import drop_project_schemas  # noqa: E402
 from tests.support import DbtProject, Landing  # noqa: E402
 
 
-def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+def pytest_sessionfinish(session, exitstatus):
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -45,7 +48,7 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def dbt(spark) -> DbtProject:  # noqa: ARG001 - the session must exist before dbt starts
+def dbt(spark) -> DbtProject:
     return DbtProject(WAREHOUSE / "dbt")
 
 

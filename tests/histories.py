@@ -101,9 +101,7 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
                 batch.policies.append({"segment": segment, "reserve_pct": draw(pct), "effective_from": _day(draw(day))})
         for merchant_id in merchants:
             if _chance(draw, 3, 4) if initial else _chance(draw, 1, 7):
-                batch.merchants.append(
-                    {"merchant_id": merchant_id, "segment": draw(st.sampled_from(segments)), "segment_effective_from": _day(draw(day))}
-                )
+                batch.merchants.append({"merchant_id": merchant_id, "segment": draw(st.sampled_from(segments)), "segment_effective_from": _day(draw(day))})
         history.append(batch)
     return history
 

@@ -18,6 +18,7 @@ from payledger.load import load_file
 from payledger.warehouse import VIEW
 from tests import reference
 
+
 class DbtProject:
     """Runs dbt commands on the project in-process, keeping artefacts out of the repo's target/."""
 
@@ -108,8 +109,12 @@ class History:
             self.policies.append(reference.PolicyVersion(r["segment"], r["reserve_pct"], r["effective_from"], self._observed))
 
     def assert_view_matches(self, warehouse) -> None:
+        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
+        self.assert_matches(view_rows(warehouse), rejects)
+
+    def assert_matches(self, actual: dict[tuple[str, str], dict], rejects: dict[int, str]) -> None:
+        """The view's rows (by key) and the rejects (``{ingest_seq: reason}``) equal the reference's."""
         expected, expected_rejects = reference.fold(self.events, self.segments, self.policies)
-        actual = view_rows(warehouse)
         assert set(actual) == set(expected), f"keys differ: view {sorted(actual)} vs reference {sorted(expected)}"
         for key, want in expected.items():
             got = actual[key]
@@ -120,7 +125,6 @@ class History:
             ), f"{key}: view {got} vs reference {want}"
             assert got["source_watermark"] == want.source_watermark, key
             assert got["last_event_time"] == want.last_event_time.replace(tzinfo=None), key
-        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
         assert rejects == expected_rejects, f"rejects differ: view {sorted(rejects.items())} vs reference {sorted(expected_rejects.items())}"
 
 
@@ -147,3 +151,20 @@ def assert_history_kept(before: dict, after: dict) -> None:
         if old["dbt_valid_to"] is None:
             new = {**new, "dbt_valid_to": None, "dbt_updated_at": old["dbt_updated_at"]}
         assert new == old, f"snapshot version {key} was rewritten: {old} -> {after[key]}"
+
+
+class PendingLanding(Landing):
+    """Writes landing files without loading them: ``take()`` returns ``kind=path`` specs for
+    ``tests.crash_harness``, which loads them in its own process."""
+
+    def __init__(self, files: Path) -> None:
+        super().__init__(None, files, Path())
+        self.pending: list[str] = []
+
+    def load(self, kind: str, rows: list[dict]) -> int:
+        self.pending.append(f"{kind}={self.write(kind, rows)}")
+        return len(rows)
+
+    def take(self) -> list[str]:
+        taken, self.pending = self.pending, []
+        return taken

@@ -87,9 +87,7 @@ def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
     assert [v["reserve_pct"] for v in versions] == [Decimal(p) for p in ("0.1000", "0.2000", "0.3000", "0.4000")]
     assert [v["dbt_valid_to"] for v in versions[:-1]] == [v["dbt_valid_from"] for v in versions[1:]]
     assert versions[-1]["dbt_valid_to"] is None
-    segments = warehouse.rows(
-        "select segment from payledger_snapshots.snp_payledger__merchants where merchant_id = 'm1' order by dbt_valid_from"
-    )
+    segments = warehouse.rows("select segment from payledger_snapshots.snp_payledger__merchants where merchant_id = 'm1' order by dbt_valid_from")
     assert [s["segment"] for s in segments] == ["retail", "travel"]
     # m1 is in travel (5%) from 2026-02-15, so the March release holds 5.00.
     assert view_rows(warehouse)[("m1", "USD")]["reserve_hold"] == Decimal("5.00")
@@ -141,8 +139,14 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     history.assert_view_matches(warehouse)
     reasons = {r["rejection_reason"] for r in warehouse.rows("select rejection_reason from payledger.payment_event_rejects")}
     assert reasons == {
-        "missing_event_id", "missing_merchant_id", "unknown_event_type", "invalid_amount",
-        "invalid_currency", "missing_event_time", "exact_duplicate", "conflicting_duplicate",
+        "missing_event_id",
+        "missing_merchant_id",
+        "unknown_event_type",
+        "invalid_amount",
+        "invalid_currency",
+        "missing_event_time",
+        "exact_duplicate",
+        "conflicting_duplicate",
     }
 
     # Retroactive policy change for retail from 2026-03-15: only m3's April release changes.
@@ -162,7 +166,10 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
 
 def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, warehouse):
     seed_reference_data(warehouse)
-    warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"), event("e2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")])
+    warehouse.load(
+        "payment_events",
+        [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"), event("e2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
+    )
     dbt("build")
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
 

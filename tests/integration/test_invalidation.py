@@ -29,7 +29,12 @@ def built(dbt, warehouse):
     """Three retail merchants and one travel merchant with releases in March and April, built once."""
     warehouse.load(
         "merchants",
-        [merchant("r1", "retail", "2026-01-01"), merchant("r2", "retail", "2026-01-01"), merchant("r3", "retail", "2026-01-01"), merchant("t1", "travel", "2026-01-01")],
+        [
+            merchant("r1", "retail", "2026-01-01"),
+            merchant("r2", "retail", "2026-01-01"),
+            merchant("r3", "retail", "2026-01-01"),
+            merchant("t1", "travel", "2026-01-01"),
+        ],
     )
     warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
     rows = []
@@ -48,12 +53,17 @@ def built(dbt, warehouse):
 
 def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehouse, built):
     before = view_rows(warehouse)
-    warehouse.load("payment_events", [event("late-1", "r3", "refund_posted", "1.00", "2026-02-01 00:00:00"), event("dup", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")])
+    warehouse.load(
+        "payment_events",
+        [event("late-1", "r3", "refund_posted", "1.00", "2026-02-01 00:00:00"), event("dup", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")],
+    )
     warehouse.load("payment_events", [event("r1-f1", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")])  # exact duplicate
     run = dbt("build")
     after = view_rows(warehouse)
     assert rewritten(before, after) == {("r3", "USD"), ("r1", "USD")}
-    assert {k: v for k, v in after.items() if k not in {("r3", "USD"), ("r1", "USD")}} == {k: v for k, v in before.items() if k not in {("r3", "USD"), ("r1", "USD")}}
+    assert {k: v for k, v in after.items() if k not in {("r3", "USD"), ("r1", "USD")}} == {
+        k: v for k, v in before.items() if k not in {("r3", "USD"), ("r1", "USD")}
+    }
     rows = audit(warehouse, run.invocation_id)
     assert [(r["cause"], r["keys_affected"], r["rows_rewritten"]) for r in rows] == [("new_events", 2, 2)]
     assert rows[0]["predicate"].startswith("ingest_seq > ")

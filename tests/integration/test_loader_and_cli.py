@@ -69,7 +69,19 @@ def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name
 
 def test_float_money_and_wrong_parquet_types_are_refused(warehouse, tmp_path):
     path = tmp_path / "floats.parquet"
-    pq.write_table(pa.table({"event_id": ["x"], "merchant_id": ["m"], "currency": ["USD"], "event_type": ["payout_paid"], "amount": [1.1], "event_time": pa.array([0], pa.timestamp("us"))}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "event_id": ["x"],
+                "merchant_id": ["m"],
+                "currency": ["USD"],
+                "event_type": ["payout_paid"],
+                "amount": [1.1],
+                "event_time": pa.array([0], pa.timestamp("us")),
+            }
+        ),
+        path,
+    )
     with pytest.raises(LoadError, match="never a float"):
         load_file(warehouse.spark, "payment_events", path, warehouse.warehouse)
 
@@ -105,3 +117,23 @@ def test_sql_command_prints_csv_and_json(warehouse):
     assert json.loads(as_json.output) == [{"segment": "retail", "reserve_pct": "0.1000", "effective_from": "2026-01-01"}]
     broken = runner.invoke(main, ["sql", "select * from nowhere"])
     assert broken.exit_code == 1 and "nowhere" in broken.output
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.csv", "event_id,merchant_id,currency,event_type,amount\nx,m,USD,payout_paid,1\n", "missing ['event_time']"),
+        ("mistyped.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,1,soon\n", "column event_time"),
+        ("empty.parquet", "", "cannot read"),
+        ("not_parquet.parquet", "PAR1 but not really", "cannot read"),
+        ("garbage.csv", '\x00\x01\x02,,\n"\n', "cannot read"),
+    ],
+)
+def test_load_command_exits_non_zero_with_a_clear_message_and_loads_nothing(warehouse, tmp_path, name, content, message):
+    warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+    path = tmp_path / name
+    path.write_text(content)
+    result = CliRunner().invoke(main, ["load", "events", str(path)])
+    assert result.exit_code != 0
+    assert message in result.output, result.output
+    assert landed(warehouse, "payment_events") == 1

@@ -1,0 +1,84 @@
+"""A separate process for crash and overlap tests: land files, build, and report the warehouse.
+
+Run as ``python -m tests.crash_harness <command> ...`` with ``PAYLEDGER_WAREHOUSE`` set. The embedded
+Derby metastore admits one JVM at a time, so the tests drive every step through this harness (one
+process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED``, ``BUILDING`` and
+``BUILT`` on stdout as it goes, and ``verify`` ends with one ``REPORT <json>`` line.
+
+Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
+  land FILE...             only that
+  land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
+  verify FILE...           then ``dbt build`` and report the view, rejects, snapshots and table counts
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _say(marker: str) -> None:
+    print(marker, flush=True)
+
+
+def _build(artefacts: Path, with_tests: bool = True):
+    from payledger.dbt import run_dbt
+
+    _say("BUILDING")
+    selection = () if with_tests else ("--exclude", "resource_type:test")
+    result = run_dbt("build", *selection, target_path=artefacts / "target", log_path=artefacts / "logs")
+    _say("BUILT" if result.success else "BUILD-FAILED")
+    return result
+
+
+def _report(spark, result) -> dict:
+    from payledger.warehouse import VIEW, project_relations
+
+    def rows(query: str) -> list[dict]:
+        return [{k: None if v is None else str(v) for k, v in r.asDict().items()} for r in spark.sql(query).collect()]
+
+    counts = {}
+    for schema, objects in project_relations(spark).items():
+        for name in objects["tables"] + objects["views"]:
+            counts[f"{schema}.{name}"] = spark.sql(f"select count(*) from {schema}.{name}").collect()[0][0]
+    snapshots = {}
+    for table in ("payledger_snapshots.snp_payledger__reserve_policies", "payledger_snapshots.snp_payledger__merchants"):
+        snapshots[table] = rows(f"select * from {table}")
+    return {
+        "build_ok": result.success,
+        "failures": result.failures() or ([str(result.exception)] if result.exception else []),
+        "view": rows(f"select * from {VIEW}"),
+        "rejects": rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects"),
+        "snapshots": snapshots,
+        "counts": counts,
+        "view_commits": spark.sql(f"select count(*) from {VIEW}.snapshots").collect()[0][0],
+    }
+
+
+def main(argv: list[str]) -> int:
+    from payledger.load import load_file
+    from payledger.spark import default_warehouse, get_spark
+
+    command, args = argv[0], argv[1:]
+    with_tests = "--no-tests" not in args
+    args = [a for a in args if a != "--no-tests"]
+    warehouse = default_warehouse()
+    artefacts = warehouse.parent / f"dbt{os.environ.get('HARNESS_SLOT', '')}"  # one per concurrent process
+    spark = get_spark()
+    for spec in args:
+        kind, path = spec.split("=", 1)
+        load_file(spark, kind, Path(path), warehouse)
+    _say("LANDED")
+    if command in ("land", "land-and-build"):
+        return 0 if command == "land" or _build(artefacts, with_tests).success else 1
+    if command == "verify":
+        result = _build(artefacts, with_tests)
+        print("REPORT " + json.dumps(_report(spark, result)), flush=True)
+        return 0
+    raise SystemExit(f"unknown command {command!r}; expected land, land-and-build or verify")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,205 @@
+"""Crash safety and overlapping runs, with dbt in separate processes (``tests.crash_harness``).
+
+Kills: a harness process lands a batch, starts ``dbt build`` and is SIGKILLed (with its Spark JVM,
+the whole process group) at a random moment of the build; then it is killed again during the
+recovery build. Every second round a normal re-run follows: after it the view and the rejects equal
+the reference fold (no event lost or counted twice), dbt's tests (reconciliation, conservation)
+pass, snapshot history is intact and every table is readable. Rounds alternate new-event batches
+and retroactive policy changes. Each process starts its own Spark driver (the embedded Derby
+metastore admits one at a time), so this file takes minutes.
+
+Overlap: two scheduled builds (``payledger build``, what cron runs) started together: one builds,
+the other exits 75 without touching the warehouse, and the view reconciles.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests import histories
+from tests.support import History, PendingLanding, event, merchant, policy
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+MERCHANTS = [f"k{i}" for i in range(6)]
+SEGMENTS = ["retail", "travel"]
+
+
+class Process:
+    """A harness or CLI process in its own process group, its stdout lines collected as they come."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.lines: list[str] = []
+        self.seen = threading.Condition()
+        self.popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.popen.stdout:
+            with self.seen:
+                self.lines.append(line.rstrip("\n"))
+                self.seen.notify_all()
+
+    def wait_for(self, marker: str, timeout: float = 300) -> bool:
+        """True once ``marker`` was printed; False if the process ended first."""
+        deadline = time.monotonic() + timeout
+        with self.seen:
+            while marker not in self.lines:
+                if self.popen.poll() is not None and not self._reader.is_alive():
+                    return False
+                assert time.monotonic() < deadline, f"no {marker} within {timeout} s: {self.lines[-20:]}"
+                self.seen.wait(0.2)
+        return True
+
+    def kill(self) -> bool:
+        """SIGKILL the whole group (Python and its Spark JVM); True if it was still running."""
+        running = self.popen.poll() is None
+        if running:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=60)
+        self._reader.join(timeout=60)
+        return running
+
+    def finish(self, timeout: float = 600) -> int:
+        code = self.popen.wait(timeout=timeout)
+        self._reader.join(timeout=60)
+        return code
+
+
+class Harness:
+    """A private warehouse driven through ``python -m tests.crash_harness`` processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(root / "warehouse"), "PYTHONUNBUFFERED": "1"}
+        self.landing = PendingLanding(root / "files")
+
+    def start(self, *args: str, module: str = "tests.crash_harness") -> Process:
+        return Process([sys.executable, "-m", module, *args], self.env)
+
+    def verify(self, *files: str) -> dict:
+        process = self.start("verify", *files)
+        assert process.finish() == 0, process.lines[-30:]
+        reports = [line for line in process.lines if line.startswith("REPORT ")]
+        assert reports, process.lines[-30:]
+        return json.loads(reports[-1][len("REPORT ") :])
+
+
+def typed_view(report: dict) -> dict[tuple[str, str], dict]:
+    view = {}
+    for row in report["view"]:
+        view[(row["merchant_id"], row["currency"])] = {
+            **row,
+            **{k: Decimal(row[k]) for k in ("available_balance", "pending_balance", "reserve_hold")},
+            "source_watermark": int(row["source_watermark"]),
+            "last_event_time": dt.datetime.fromisoformat(row["last_event_time"]),
+        }
+    return view
+
+
+def assert_recovered(history: History, report: dict, kept: dict) -> dict:
+    """The re-run built, the view and rejects equal the reference, snapshot history only grew."""
+    assert report["build_ok"], report["failures"]
+    history.assert_matches(typed_view(report), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
+    versions = {(table, row["dbt_scd_id"]): row for table, rows in report["snapshots"].items() for row in rows}
+    for key, old in kept.items():
+        assert key in versions, f"snapshot version lost after a crash: {key}"
+        if old["dbt_valid_to"] is not None:
+            assert versions[key] == old, f"snapshot version rewritten after a crash: {old} -> {versions[key]}"
+    assert all(isinstance(n, int) for n in report["counts"].values()), report["counts"]
+    return versions
+
+
+def new_events(rng: random.Random, round_no: int, history: History, count: int = 40) -> list[dict]:
+    rows = []
+    for i in range(count):
+        day = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(90))  # late and out of order
+        kind = rng.choice(["capture_settled", "capture_settled", "funds_released", "funds_released", "payout_paid", "chargeback_opened", "reserve_released"])
+        amount = f"{rng.randrange(1, 50_000) / 100:.2f}"
+        rows.append(event(f"r{round_no}-{i}", rng.choice(MERCHANTS), kind, amount, f"{day} {rng.randrange(24):02d}:00:00", rng.choice(["USD", "EUR"])))
+    if history.events:  # an exact and a conflicting duplicate of earlier events, and a bad row
+        rows.append({k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"})
+        conflicting = {k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"}
+        rows.append({**conflicting, "amount": Decimal("999.99")})
+    rows.append(event(f"r{round_no}-bad", rng.choice(MERCHANTS), "capture_settled", "-5.00", "2026-02-01 00:00:00"))
+    return rows
+
+
+@pytest.mark.slow
+def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
+    rng = random.Random(20261122)
+    harness = Harness(tmp_path)
+    history = History()
+    history.land_merchants(harness.landing, [merchant(m, SEGMENTS[i % 2], "2026-01-01") for i, m in enumerate(MERCHANTS)])
+    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    history.land_events(harness.landing, new_events(rng, 0, history, count=200))
+    kept = assert_recovered(history, harness.verify(*harness.landing.take()), {})
+
+    # Kill moments are uniform over [0, window) after the build starts; the window grows to the
+    # longest build seen to complete, so kills cover the whole build, start to commit.
+    window, kills, completed, round_no = 20.0, [], 0, 0
+    while len(kills) < histories.KILLS:
+        round_no += 1
+        cause = "policy_change" if round_no % 2 == 0 else "new_events"
+        if cause == "policy_change":
+            segment = rng.choice(SEGMENTS)
+            effective = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(30, 80))
+            history.land_policies(harness.landing, [policy(segment, f"0.{rng.randrange(0, 5000):04d}", str(effective))])
+        history.land_events(harness.landing, new_events(rng, round_no, history, count=20))
+        for attempt in range(2):  # the batch's build, then the recovery build, each killed at random
+            process = harness.start("land-and-build", "--no-tests", *(harness.landing.take() if attempt == 0 else []))
+            assert process.wait_for("BUILDING"), process.lines[-30:]
+            started = time.monotonic()
+            time.sleep(rng.uniform(0, window))
+            if process.kill() and "BUILT" not in process.lines and "BUILD-FAILED" not in process.lines:
+                kills.append({"round": round_no, "cause": cause, "attempt": attempt})
+            else:
+                assert "BUILT" in process.lines, process.lines[-30:]
+                completed += 1
+                window = max(window, time.monotonic() - started)
+        if round_no % 2 == 0 or len(kills) >= histories.KILLS:
+            kept = assert_recovered(history, harness.verify(), kept)
+    print(f"crash: {len(kills)} kills mid-build over {round_no} rounds ({completed} builds completed before their kill)")
+    assert {k["cause"] for k in kills} == {"new_events", "policy_change"}
+
+
+def small_history(harness: Harness) -> History:
+    history = History()
+    history.land_merchants(harness.landing, [merchant(m, SEGMENTS[i % 2], "2026-01-01") for i, m in enumerate(MERCHANTS)])
+    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    history.land_events(harness.landing, new_events(random.Random(7), 0, history))
+    return history
+
+
+@pytest.mark.slow
+def test_overlapping_scheduled_builds_run_one_at_a_time(tmp_path):
+    harness = Harness(tmp_path)
+    history = small_history(harness)
+    landed = harness.start("land", *harness.landing.take())
+    assert landed.finish() == 0, landed.lines[-30:]
+
+    payledger = str(Path(sys.executable).parent / "payledger")
+    builds = [Process([payledger, "build"], {**harness.env, "DBT_TARGET_PATH": str(tmp_path / f"target{i}")}) for i in range(2)]
+    codes = sorted(b.finish() for b in builds)
+    records = [[json.loads(line) for line in b.lines if line.startswith("{")] for b in builds]
+    assert codes == [0, 75], [b.lines[-10:] for b in builds]
+    loser = next(r for b, r in zip(builds, records, strict=True) if b.popen.returncode == 75)
+    winner = next(r for b, r in zip(builds, records, strict=True) if b.popen.returncode == 0)
+    locked = [r for r in loser if r.get("event") == "locked"]
+    assert locked and "another build holds" in locked[0]["message"], loser
+    assert [r["event"] for r in loser if "event" in r and r.get("ts")] == ["locked", "done"], "the loser must run nothing"
+    assert [r["event"] for r in winner if r.get("ts")] == ["lock_acquired", "freshness", "build", "done"], winner
+    history.assert_matches(typed_view(report := harness.verify()), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
