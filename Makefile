@@ -8,7 +8,7 @@ STAMP := $(VENV)/.payledger-installed
 JARS := jars/iceberg-spark-runtime-3.5_2.12-1.10.2.jar jars/iceberg-shaded-jackson-2.15.2.jar
 export PAYLEDGER_HOME := $(CURDIR)
 
-.PHONY: help setup demo test bench clean
+.PHONY: help setup demo test soak lint docs thrift bench clean
 
 EVENTS ?= 30000000
 MERCHANTS ?= 50000
@@ -32,8 +32,21 @@ $(JARS) &: $(STAMP) scripts/build_jars.sh
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo
 
-test: setup ## Run the whole test suite
+test: setup ## Run the whole test suite (lint, unit, dbt, differential, crash, docs browser, Thrift Server)
 	$(VENV)/bin/pytest
+
+soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1)
+	PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
+
+lint: setup ## ruff and sqlfluff over the project (what pre-commit runs)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/sqlfluff lint
+
+docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080
+	$(VENV)/bin/dbt docs generate --project-dir . --profiles-dir profiles
+	$(VENV)/bin/dbt docs serve --project-dir . --profiles-dir profiles --host 127.0.0.1 --port 8080 --no-browser
+
+thrift: setup ## Start a Spark Thrift Server on 127.0.0.1:10000 for `dbt build --target thrift`
+	bash scripts/thrift_server.sh start
 
 bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000); writes target/bench.json
 	$(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)
