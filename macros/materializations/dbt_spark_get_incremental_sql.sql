@@ -6,8 +6,9 @@
 -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
     {%- if execute and strategy in ['append', 'merge'] -%}
-        {%- do run_query('uncache table if exists ' ~ source) -%}
-        {%- do run_query('cache table ' ~ source) -%}
+        {#- adapter.execute, not run_query: these statements return no result set (PyHive fails on fetch). -#}
+        {%- do adapter.execute('uncache table if exists ' ~ source) -%}
+        {%- do adapter.execute('cache table ' ~ source) -%}
         {%- set has_new_rows = _has_rows('select * from ' ~ source) -%}
     {%- endif -%}
     {%- if execute and strategy in ['append', 'merge'] and not has_new_rows -%}

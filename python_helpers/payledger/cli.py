@@ -1,4 +1,4 @@
-"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``demo`` and ``bench`` over the project's warehouse."""
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``thrift``, ``demo`` and ``bench`` over the project's warehouse."""
 
 from __future__ import annotations
 
@@ -122,6 +122,26 @@ def build_command(wait_s: float, dbt_args: tuple[str, ...]) -> None:
     from payledger.schedule import scheduled_build
 
     sys.exit(scheduled_build(wait_s, dbt_args))
+
+
+@main.command("thrift")
+@click.argument("action", type=click.Choice(["start", "stop", "status"]))
+@click.option("--port", type=int, default=10000, show_default=True)
+@click.option("--standalone", is_flag=True, help="Also start a standalone master and worker (bin/spark-class) and submit to them.")
+def thrift_command(action: str, port: int, standalone: bool) -> None:
+    """Start, stop or inspect a Spark Thrift Server on 127.0.0.1 for `dbt ... --target thrift`."""
+    from payledger import thrift
+
+    try:
+        if action == "start":
+            result: object = thrift.start(port=port, standalone=standalone)
+        elif action == "stop":
+            result = thrift.stop()
+        else:
+            result = thrift.status(port=port)
+    except thrift.ThriftError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(json.dumps(result))
 
 
 @main.command("demo")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,17 @@ class DbtInvocation:
         return {uid.split(".")[-1]: float(r.execution_time) for uid, r in self.nodes.items() if uid.split(".")[0] in resource_types}
 
 
-def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None = None, quiet: bool = True) -> DbtInvocation:
+def run_dbt(
+    *args: str,
+    target_path: Path | None = None,
+    log_path: Path | None = None,
+    quiet: bool = True,
+    on_event: Callable[[Any], None] | None = None,
+) -> DbtInvocation:
     """Invoke ``dbt <args>`` on the project (profiles in ``profiles/``) and return what it did.
 
-    dbt-spark's ``session`` method reuses this process's SparkSession if one exists. Never raises for
+    dbt-spark's ``session`` method reuses this process's SparkSession if one exists. ``on_event``
+    receives every dbt event (``event.info.name`` is its type, e.g. ``NodeStart``). Never raises for
     a failed run: check ``success``.
     """
     from dbt.cli.main import dbtRunner
@@ -71,6 +79,8 @@ def run_dbt(*args: str, target_path: Path | None = None, log_path: Path | None =
     def collect(event) -> None:
         if event.info.name == "JinjaLogInfo":
             messages.append(event.data.msg)
+        if on_event is not None:
+            on_event(event)
 
     outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     results = getattr(outcome.result, "results", None) or []

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
-import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -29,90 +25,20 @@ from pathlib import Path
 import pytest
 
 from tests import histories
-from tests.support import History, PendingLanding, event, merchant, policy
+from tests.processes import Harness, Process, typed_view
+from tests.support import History, event, merchant, policy
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 MERCHANTS = [f"k{i}" for i in range(6)]
 SEGMENTS = ["retail", "travel"]
-
-
-class Process:
-    """A harness or CLI process in its own process group, its stdout lines collected as they come."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.lines: list[str] = []
-        self.seen = threading.Condition()
-        self.popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.popen.stdout:
-            with self.seen:
-                self.lines.append(line.rstrip("\n"))
-                self.seen.notify_all()
-
-    def wait_for(self, marker: str, timeout: float = 300) -> bool:
-        """True once ``marker`` was printed; False if the process ended first."""
-        deadline = time.monotonic() + timeout
-        with self.seen:
-            while marker not in self.lines:
-                if self.popen.poll() is not None and not self._reader.is_alive():
-                    return False
-                assert time.monotonic() < deadline, f"no {marker} within {timeout} s: {self.lines[-20:]}"
-                self.seen.wait(0.2)
-        return True
-
-    def kill(self) -> bool:
-        """SIGKILL the whole group (Python and its Spark JVM); True if it was still running."""
-        running = self.popen.poll() is None
-        if running:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        self.popen.wait(timeout=60)
-        self._reader.join(timeout=60)
-        return running
-
-    def finish(self, timeout: float = 600) -> int:
-        code = self.popen.wait(timeout=timeout)
-        self._reader.join(timeout=60)
-        return code
-
-
-class Harness:
-    """A private warehouse driven through ``python -m tests.crash_harness`` processes."""
-
-    def __init__(self, root: Path) -> None:
-        self.env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(root / "warehouse"), "PYTHONUNBUFFERED": "1"}
-        self.landing = PendingLanding(root / "files")
-
-    def start(self, *args: str, module: str = "tests.crash_harness") -> Process:
-        return Process([sys.executable, "-m", module, *args], self.env)
-
-    def verify(self, *files: str) -> dict:
-        process = self.start("verify", *files)
-        assert process.finish() == 0, process.lines[-30:]
-        reports = [line for line in process.lines if line.startswith("REPORT ")]
-        assert reports, process.lines[-30:]
-        return json.loads(reports[-1][len("REPORT ") :])
-
-
-def typed_view(report: dict) -> dict[tuple[str, str], dict]:
-    view = {}
-    for row in report["view"]:
-        view[(row["merchant_id"], row["currency"])] = {
-            **row,
-            **{k: Decimal(row[k]) for k in ("available_balance", "pending_balance", "reserve_hold")},
-            "source_watermark": int(row["source_watermark"]),
-            "last_event_time": dt.datetime.fromisoformat(row["last_event_time"]),
-        }
-    return view
 
 
 def assert_recovered(history: History, report: dict, kept: dict) -> dict:
     """The re-run built, the view and rejects equal the reference, snapshot history only grew."""
     assert report["build_ok"], report["failures"]
+    keys = [(row["merchant_id"], row["currency"]) for row in report["view"]]
+    assert len(keys) == len(set(keys)), "the view holds a key twice"
     history.assert_matches(typed_view(report), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
     versions = {(table, row["dbt_scd_id"]): row for table, rows in report["snapshots"].items() for row in rows}
     for key, old in kept.items():
@@ -170,7 +96,7 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
                 assert "BUILT" in process.lines, process.lines[-30:]
                 completed += 1
                 window = max(window, time.monotonic() - started)
-        if round_no % 2 == 0 or len(kills) >= histories.KILLS:
+        if round_no % 2 == 0 or len(kills) >= histories.KILLS:  # a normal re-run every second round
             kept = assert_recovered(history, harness.verify(), kept)
     print(f"crash: {len(kills)} kills mid-build over {round_no} rounds ({completed} builds completed before their kill)")
     assert {k["cause"] for k in kills} == {"new_events", "policy_change"}

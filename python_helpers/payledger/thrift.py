@@ -1,0 +1,165 @@
+"""A Spark Thrift Server (and optionally a standalone master and worker) from the pip pyspark.
+
+The pip distribution ships the ``spark-hive-thriftserver`` jar but no ``sbin/start-thriftserver.sh``:
+``start`` runs ``spark-submit --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+spark-internal`` itself, with the Spark configuration of the ``local`` profile target (same Iceberg
+catalog, same warehouse), the Iceberg jars on the driver class path, and the server bound to
+127.0.0.1. With ``standalone=True`` it first starts ``bin/spark-class`` Master and Worker on
+127.0.0.1 and submits to ``spark://127.0.0.1:7077``. Processes, pid files and logs live in
+``<warehouse>/thrift/``. The warehouse's embedded Derby metastore admits one JVM: while the server
+runs, use ``--target thrift`` (not the embedded ``local`` target, nor ``payledger load``) on it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from payledger.spark import PROJECT_ROOT, default_warehouse, project_environment, spark_conf
+
+THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+MASTER_PORT = 7077
+PROCESSES = ("thrift", "worker", "master")  # stop order
+
+
+class ThriftError(RuntimeError):
+    """The server (or the standalone cluster) did not start, or a port is taken."""
+
+
+def spark_home() -> Path:
+    """The pip pyspark distribution (it has ``bin/spark-submit`` and ``bin/spark-class``)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _state_dir() -> Path:
+    path = default_warehouse() / "thrift"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _spawn(name: str, argv: list[str]) -> int:
+    state = _state_dir()
+    log = open(state / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it open
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1"}
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=state)
+    (state / f"{name}.pid").write_text(str(process.pid))
+    return process.pid
+
+
+def _wait_for_port(name: str, port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    pid = int((_state_dir() / f"{name}.pid").read_text())
+    while not _port_open(port):
+        if time.monotonic() > deadline:
+            raise ThriftError(f"{name} did not open 127.0.0.1:{port} within {timeout_s:g} s; see {_state_dir() / (name + '.log')}")
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            raise ThriftError(f"{name} exited; see {_state_dir() / (name + '.log')}") from None
+        time.sleep(1)
+
+
+def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -> dict[str, int]:
+    """Start the Thrift Server on 127.0.0.1:``port`` (and a standalone cluster first if asked).
+
+    Returns ``{process name: pid}``. Raises ``ThriftError`` if a port is taken or a process does not
+    come up within ``timeout_s`` seconds (the log's path is in the message).
+    """
+    project_environment()
+    if _port_open(port):
+        raise ThriftError(f"127.0.0.1:{port} is already in use (is a server running? `payledger thrift stop`)")
+    home = spark_home()
+    conf = spark_conf("local")
+    jars = [str(PROJECT_ROOT / "jars" / name) for name in sorted(os.listdir(PROJECT_ROOT / "jars")) if name.endswith(".jar")]
+    pids = {}
+    master = conf.pop("spark.master", "local[*]")
+    conf.pop("spark.jars", None)
+    if standalone:
+        pids["master"] = _spawn(
+            "master",
+            [
+                str(home / "bin" / "spark-class"),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(MASTER_PORT),
+                "--webui-port",
+                "0",
+            ],
+        )
+        _wait_for_port("master", MASTER_PORT, timeout_s)
+        master = f"spark://127.0.0.1:{MASTER_PORT}"
+        pids["worker"] = _spawn(
+            "worker",
+            [
+                str(home / "bin" / "spark-class"),
+                "org.apache.spark.deploy.worker.Worker",
+                master,
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                "0",
+                "--cores",
+                "2",
+                "--memory",
+                "4g",
+            ],
+        )
+    argv = [str(home / "bin" / "spark-submit"), "--class", THRIFT_CLASS, "--name", "payledger-thrift", "--master", master]
+    argv += ["--driver-class-path", os.pathsep.join(jars), "--jars", ",".join(jars)]
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    argv += ["--conf", "spark.sql.ansi.enabled=false"]
+    argv += ["--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1", "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"]
+    pids["thrift"] = _spawn("thrift", argv)
+    _wait_for_port("thrift", port, timeout_s)
+    return pids
+
+
+def stop() -> list[str]:
+    """Stop whatever ``start`` started (SIGTERM to each process group, then SIGKILL); returns names."""
+    stopped = []
+    for name in PROCESSES:
+        pid_file = _state_dir() / f"{name}.pid"
+        if not pid_file.exists():
+            continue
+        pid = int(pid_file.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(30):
+                time.sleep(0.5)
+                os.killpg(pid, 0)
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        pid_file.unlink()
+        stopped.append(name)
+    return stopped
+
+
+def status(port: int = 10000) -> dict[str, object]:
+    """Which processes have pid files and are alive, and whether the Thrift port answers."""
+    alive = {}
+    for name in PROCESSES:
+        pid_file = _state_dir() / f"{name}.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text())
+            try:
+                os.kill(pid, 0)
+                alive[name] = pid
+            except ProcessLookupError:
+                pass
+    return {"processes": alive, "thrift_port_open": _port_open(port)}

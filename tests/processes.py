@@ -1,0 +1,109 @@
+"""Helpers for tests that run the project in separate processes (crash, overlap, Thrift Server).
+
+The embedded Derby metastore admits one JVM per warehouse, so these tests give each warehouse its own
+processes: ``tests.crash_harness`` for landing, building and reporting, the ``payledger`` CLI for
+scheduled builds and the Thrift Server.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+from tests.support import PendingLanding
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Process:
+    """A harness or CLI process in its own process group, its stdout lines collected as they come."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.lines: list[str] = []
+        self.seen = threading.Condition()
+        self.popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.popen.stdout:
+            with self.seen:
+                self.lines.append(line.rstrip("\n"))
+                self.seen.notify_all()
+
+    def wait_for(self, marker: str, timeout: float = 300) -> bool:
+        """True once ``marker`` was printed; False if the process ended first."""
+        deadline = time.monotonic() + timeout
+        with self.seen:
+            while marker not in self.lines:
+                if self.popen.poll() is not None and not self._reader.is_alive():
+                    return False
+                assert time.monotonic() < deadline, f"no {marker} within {timeout} s: {self.lines[-20:]}"
+                self.seen.wait(0.2)
+        return True
+
+    def kill(self) -> bool:
+        """SIGKILL the whole group (Python and its Spark JVM); True if it was still running."""
+        running = self.popen.poll() is None
+        if running:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=60)
+        self._reader.join(timeout=60)
+        return running
+
+    def finish(self, timeout: float = 600) -> int:
+        code = self.popen.wait(timeout=timeout)
+        self._reader.join(timeout=60)
+        return code
+
+
+class Harness:
+    """A private warehouse driven through ``python -m tests.crash_harness`` processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(root / "warehouse"), "PYTHONUNBUFFERED": "1"}
+        self.landing = PendingLanding(root / "files")
+
+    def start(self, *args: str, module: str = "tests.crash_harness") -> Process:
+        return Process([sys.executable, "-m", module, *args], self.env)
+
+    def verify(self, *files: str) -> dict:
+        process = self.start("verify", *files)
+        assert process.finish() == 0, process.lines[-30:]
+        reports = [line for line in process.lines if line.startswith("REPORT ")]
+        assert reports, process.lines[-30:]
+        return json.loads(reports[-1][len("REPORT ") :])
+
+
+def typed_view(report: dict) -> dict[tuple[str, str], dict]:
+    view = {}
+    for row in report["view"]:
+        view[(row["merchant_id"], row["currency"])] = {
+            **row,
+            **{k: Decimal(row[k]) for k in ("available_balance", "pending_balance", "reserve_hold")},
+            "source_watermark": int(row["source_watermark"]),
+            "last_event_time": dt.datetime.fromisoformat(row["last_event_time"]),
+        }
+    return view
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def executable(name: str) -> str:
+    """A console script of this virtualenv (``payledger``, ``dbt``)."""
+    return str(Path(sys.executable).parent / name)
