@@ -3,7 +3,9 @@
 Two warehouses get the same landing files. One is built by the embedded `local` target; on the other
 `payledger thrift start` runs a Thrift Server from the pip pyspark (spark-submit, Iceberg jars on the
 driver class path, 127.0.0.1) and `dbt build --target thrift` builds through it (PyHive). The view
-is then read through the server and compared with the local build key by key.
+is then read through the server and compared with the local build key by key. A second test starts
+the server on a standalone master and worker (`--standalone`) and checks that the worker ran the
+query and the totals match the local build.
 """
 
 from __future__ import annotations
@@ -87,3 +89,33 @@ def test_thrift_target_builds_the_same_balances_as_local(tmp_path):
         assert str(got["last_event_time"])[:19] == want["last_event_time"].isoformat(sep=" ")[:19], key
     # And both equal the independent reference.
     history.assert_matches(expected, {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
+
+
+def test_thrift_server_on_a_standalone_master_and_worker(tmp_path):
+    """`payledger thrift start --standalone`: master and worker from bin/spark-class run the queries."""
+    harness = Harness(tmp_path)
+    history = History()
+    history.land_merchants(harness.landing, [merchant("k0", "retail", "2026-01-01")])
+    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01")])
+    history.land_events(harness.landing, new_events(random.Random(5), 0, history, count=30))
+    expected = typed_view(harness.verify(*harness.landing.take()))
+
+    port = free_port()
+    env = {**harness.env, "PAYLEDGER_THRIFT_PORT": str(port)}
+    started = subprocess.run(
+        [executable("payledger"), "thrift", "start", "--port", str(port), "--standalone"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        from pyhive import hive
+
+        cursor = hive.connect("127.0.0.1", port=port).cursor()
+        cursor.execute("select count(*), sum(available_balance), sum(reserve_hold) from payledger.merchant_balance_current")
+        count, available, reserve = cursor.fetchall()[0]
+        worker_log = (tmp_path / "warehouse" / "thrift" / "worker.log").read_text()
+    finally:
+        subprocess.run([executable("payledger"), "thrift", "stop"], env=env, capture_output=True, timeout=120)
+    assert "Asked to launch executor" in worker_log, "the query did not run on the standalone worker"
+    assert count == len(expected)
+    assert Decimal(str(available)) == sum(row["available_balance"] for row in expected.values())
+    assert Decimal(str(reserve)) == sum(row["reserve_hold"] for row in expected.values())
