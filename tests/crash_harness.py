@@ -44,6 +44,7 @@ def _build(artefacts: Path, with_tests: bool = True):
 
 def _report(spark, result) -> dict:
     from payledger.warehouse import VIEW, project_relations
+    from tests.support import SNAPSHOTS
 
     def rows(query: str) -> list[dict]:
         return [{k: None if v is None else str(v) for k, v in r.asDict().items()} for r in spark.sql(query).collect()]
@@ -53,7 +54,7 @@ def _report(spark, result) -> dict:
         for name in objects["tables"] + objects["views"]:
             counts[f"{schema}.{name}"] = spark.sql(f"select count(*) from {schema}.{name}").collect()[0][0]
     snapshots = {}
-    for table in ("payledger_snapshots.snp_payledger__reserve_policies", "payledger_snapshots.snp_payledger__merchants"):
+    for table in SNAPSHOTS:
         snapshots[table] = rows(f"select * from {table}")
     return {
         "build_ok": result.success,

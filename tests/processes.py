@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -18,9 +19,11 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from tests.support import PendingLanding
+from tests.support import History, PendingLanding, event, merchant, policy
 
 ROOT = Path(__file__).resolve().parents[1]
+MERCHANTS = [f"k{i}" for i in range(6)]
+SEGMENTS = ["retail", "travel"]
 
 
 class Process:
@@ -107,3 +110,27 @@ def free_port() -> int:
 def executable(name: str) -> str:
     """A console script of this virtualenv (``payledger``, ``dbt``)."""
     return str(Path(sys.executable).parent / name)
+
+
+def new_events(rng: random.Random, round_no: int, history: History, count: int = 40) -> list[dict]:
+    rows = []
+    for i in range(count):
+        day = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(90))  # late and out of order
+        kind = rng.choice(["capture_settled", "capture_settled", "funds_released", "funds_released", "payout_paid", "chargeback_opened", "reserve_released"])
+        amount = f"{rng.randrange(1, 50_000) / 100:.2f}"
+        rows.append(event(f"r{round_no}-{i}", rng.choice(MERCHANTS), kind, amount, f"{day} {rng.randrange(24):02d}:00:00", rng.choice(["USD", "EUR"])))
+    if history.events:  # an exact and a conflicting duplicate of earlier events, and a bad row
+        rows.append({k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"})
+        conflicting = {k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"}
+        rows.append({**conflicting, "amount": Decimal("999.99")})
+    rows.append(event(f"r{round_no}-bad", rng.choice(MERCHANTS), "capture_settled", "-5.00", "2026-02-01 00:00:00"))
+    return rows
+
+
+def small_history(landing: PendingLanding, rng: random.Random, count: int = 40) -> History:
+    """Six merchants in two segments, their policies, and ``count`` events (with a bad row)."""
+    history = History()
+    history.land_merchants(landing, [merchant(m, SEGMENTS[i % 2], "2026-01-01") for i, m in enumerate(MERCHANTS)])
+    history.land_policies(landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    history.land_events(landing, new_events(rng, 0, history, count=count))
+    return history

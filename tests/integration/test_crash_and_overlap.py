@@ -19,19 +19,15 @@ import json
 import random
 import sys
 import time
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from tests import histories
-from tests.processes import Harness, Process, typed_view
-from tests.support import History, event, merchant, policy
+from tests.processes import SEGMENTS, Harness, Process, new_events, small_history, typed_view
+from tests.support import History, policy
 
 pytestmark = pytest.mark.integration
-
-MERCHANTS = [f"k{i}" for i in range(6)]
-SEGMENTS = ["retail", "travel"]
 
 
 def assert_recovered(history: History, report: dict, kept: dict) -> dict:
@@ -49,29 +45,11 @@ def assert_recovered(history: History, report: dict, kept: dict) -> dict:
     return versions
 
 
-def new_events(rng: random.Random, round_no: int, history: History, count: int = 40) -> list[dict]:
-    rows = []
-    for i in range(count):
-        day = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(90))  # late and out of order
-        kind = rng.choice(["capture_settled", "capture_settled", "funds_released", "funds_released", "payout_paid", "chargeback_opened", "reserve_released"])
-        amount = f"{rng.randrange(1, 50_000) / 100:.2f}"
-        rows.append(event(f"r{round_no}-{i}", rng.choice(MERCHANTS), kind, amount, f"{day} {rng.randrange(24):02d}:00:00", rng.choice(["USD", "EUR"])))
-    if history.events:  # an exact and a conflicting duplicate of earlier events, and a bad row
-        rows.append({k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"})
-        conflicting = {k: v for k, v in rng.choice(history.events).items() if k != "ingest_seq"}
-        rows.append({**conflicting, "amount": Decimal("999.99")})
-    rows.append(event(f"r{round_no}-bad", rng.choice(MERCHANTS), "capture_settled", "-5.00", "2026-02-01 00:00:00"))
-    return rows
-
-
 @pytest.mark.slow
 def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     rng = random.Random(20261122)
     harness = Harness(tmp_path)
-    history = History()
-    history.land_merchants(harness.landing, [merchant(m, SEGMENTS[i % 2], "2026-01-01") for i, m in enumerate(MERCHANTS)])
-    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-    history.land_events(harness.landing, new_events(rng, 0, history, count=200))
+    history = small_history(harness.landing, rng, count=200)
     kept = assert_recovered(history, harness.verify(*harness.landing.take()), {})
 
     # Kill moments are uniform over [0, window) after the build starts; the window grows to the
@@ -102,18 +80,10 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     assert {k["cause"] for k in kills} == {"new_events", "policy_change"}
 
 
-def small_history(harness: Harness) -> History:
-    history = History()
-    history.land_merchants(harness.landing, [merchant(m, SEGMENTS[i % 2], "2026-01-01") for i, m in enumerate(MERCHANTS)])
-    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-    history.land_events(harness.landing, new_events(random.Random(7), 0, history))
-    return history
-
-
 @pytest.mark.slow
 def test_overlapping_scheduled_builds_run_one_at_a_time(tmp_path):
     harness = Harness(tmp_path)
-    history = small_history(harness)
+    history = small_history(harness.landing, random.Random(7))
     landed = harness.start("land", *harness.landing.take())
     assert landed.finish() == 0, landed.lines[-30:]
 

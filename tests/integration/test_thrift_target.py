@@ -16,8 +16,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.integration.test_crash_and_overlap import new_events
-from tests.processes import ROOT, Harness, executable, free_port, typed_view
+from tests.processes import ROOT, Harness, executable, free_port, new_events, typed_view
 from tests.support import History, merchant, policy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
