@@ -59,17 +59,25 @@ valid_copies as (
 ),
 
 {% if is_incremental() %}
+new_event_ids as (
+    select distinct event_id from valid_copies
+),
+
 previously_accepted as (
-    select
-        event_id,
-        merchant_id,
-        currency,
-        event_type,
-        amount,
-        event_time,
-        ingest_seq
-    from {{ this }}
-    where is_accepted and event_id in (select valid_copies.event_id from valid_copies)
+    {#- The new ids are few: broadcasting them filters the earlier events as they are scanned,
+        instead of shuffling every earlier event to a sort-merge join. #}
+    select /*+ broadcast(new_event_ids) */
+        earlier.event_id,
+        earlier.merchant_id,
+        earlier.currency,
+        earlier.event_type,
+        earlier.amount,
+        earlier.event_time,
+        earlier.ingest_seq
+    from {{ this }} as earlier
+    left semi join new_event_ids
+        on earlier.event_id = new_event_ids.event_id
+    where earlier.is_accepted
 ),
 {% endif %}
 
