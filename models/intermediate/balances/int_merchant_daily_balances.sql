@@ -1,10 +1,13 @@
 -- depends_on: {{ ref('int_balance_slices_invalidated') }}
+-- depends_on: {{ ref('int_balance_merchants_invalidated') }}
 {{
     config(
         materialized='incremental',
         incremental_strategy='merge',
         unique_key=['merchant_id', 'currency', 'balance_date'],
         on_schema_change='fail',
+        partition_by=['balance_date'],
+        meta={'merge_pruning_date_column': 'balance_date'},
         tblproperties={
             'format-version': '2',
             'write.merge.mode': 'merge-on-read',
@@ -21,11 +24,18 @@
       reading canonical events only from that day (event_date is the partition of the events);
     - adds the postings of new events (ingest_seq past this model's watermark) to their days.
     Each written row carries the snapshot observation it reflects and the invocation that wrote it.
+    Partitioned by balance_date: reading the checkpoint days the new events fall on, and the MERGE
+    (merge_pruning_date_column, see dbt_spark_get_incremental_sql), touch those days' files only.
 -#}
 
 {%- set marks = balance_watermarks() %}
 {%- set replay_from = none %}
+{%- set new_event_dates = [] %}
 {%- if is_incremental() and execute %}
+    {%- set new_event_dates = run_query(
+        "select distinct cast(event_date as string) from " ~ ref('int_payment_events_classified')
+        ~ " where is_accepted and ingest_seq > " ~ marks.events
+    ).columns[0].values() %}
     {%- set first_day = run_query(
         "select cast(min(from_date) as string) from " ~ ref('int_balance_slices_invalidated')
         ~ " where cause in ('policy_change', 'segment_change', 'manual')"
@@ -43,16 +53,11 @@ observations as (
 ),
 
 {% if is_incremental() %}
-invalid_slices as (
-    select * from {{ ref('int_balance_slices_invalidated') }}
-    where cause in ('policy_change', 'segment_change', 'manual')
-),
-
 invalid_merchants as (
     select
         merchant_id,
         min(from_date) as from_date
-    from ({{ invalidated_merchants('invalid_slices') }})
+    from {{ ref('int_balance_merchants_invalidated') }}
     group by merchant_id
 ),
 
@@ -94,6 +99,12 @@ new_days as (
     {{ _daily_balance_aggregate('new_postings') }}
 ),
 
+checkpoint_days as (
+    {#- Only the days the new events fall on, as literal dates: the scan prunes partitions. #}
+    select * from {{ this }}
+    where {{ date_literal_list('balance_date', new_event_dates) }}
+),
+
 added_days as (
     select
         new_days.merchant_id,
@@ -108,7 +119,7 @@ added_days as (
         greatest(new_days.source_watermark, coalesce(checkpoint_days.source_watermark, 0)) as source_watermark,
         greatest(new_days.last_event_time, checkpoint_days.last_event_time) as last_event_time
     from new_days
-    left join {{ this }} as checkpoint_days
+    left join checkpoint_days
         on new_days.merchant_id = checkpoint_days.merchant_id
         and new_days.currency = checkpoint_days.currency
         and new_days.balance_date = checkpoint_days.balance_date
