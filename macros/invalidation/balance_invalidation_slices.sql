@@ -6,7 +6,7 @@
         - segment_change: each merchants version observed after it -> (merchant, from the earlier of
           its new and its previous effective date), covering the segment it left and the one it joined;
         - manual: the replay asked for with --vars (see replay_request);
-        - new_events: accepted events past watermarks.events -> the keys they touch, from the
+        - new_events: accepted events past watermarks.audited_events -> the keys they touch, from the
           earliest event date among them.
         Columns: cause, segment, merchant_id, from_date, observed_at, after_ingest_seq (new_events
         only), predicate (readable SQL).
@@ -88,10 +88,10 @@
             cast(null as string) as merchant_id,
             min(event_date) as from_date,
             cast(null as timestamp) as observed_at,
-            cast({{ watermarks.events }} as bigint) as after_ingest_seq
+            cast({{ watermarks.audited_events }} as bigint) as after_ingest_seq
         from (
             select event_date, ingest_seq from {{ ref('int_payment_events_classified') }}
-            where is_accepted and ingest_seq > {{ watermarks.events }}  -- noqa: LT02
+            where is_accepted and ingest_seq > {{ watermarks.audited_events }}  -- noqa: LT02
             {% if include_landed %}
                 union all
                 select event_date, ingest_seq from {{ ref('stg_payledger__payment_events') }}

@@ -1,15 +1,20 @@
 {% macro balance_watermarks() -%}
     {#-
         The watermarks the balance models have consumed, read at execution time:
-        - events: max source_watermark (ingest_seq) folded into int_merchant_daily_balances;
-        - policy_observed_at: the latest snapshot observation already replayed, the greater of the
-          daily checkpoint's and balance_invalidations' (the audit is written after the view, so a
-          run killed before it simply replays the same slices again).
-        Returns {'events': int, 'policy_observed_at': 'yyyy-mm-dd hh:mm:ss.ffffff' or none,
-        'audited_policy_observed_at': the audit's alone (or none), 'has_checkpoint': bool}.
-        Reads relations by name: they are downstream of their readers.
+        - events: the events folded into int_merchant_daily_balances, the greater of its max
+          source_watermark (ingest_seq; see _checkpoint_events_watermark) and
+          balance_invalidations' events_watermark;
+        - audited_events: balance_invalidations' events_watermark alone (0 without an audit): the
+          new_events slice starts there, so events folded by a run killed before its audit are
+          audited by the next run;
+        - policy_observed_at: the latest snapshot observation whose slices were replayed, from
+          balance_invalidations alone. The audit is written after the view, so a run killed before
+          it replays the same slices again (replay is idempotent), and the view, which keeps no
+          policy watermark of its own, re-sums them.
+        Returns {'events': int, 'audited_events': int, 'policy_observed_at': 'yyyy-mm-dd
+        hh:mm:ss.ffffff' or none, 'has_checkpoint': bool}. Reads relations by name: they are downstream of their readers.
     -#}
-    {%- set marks = {'events': 0, 'policy_observed_at': none, 'audited_policy_observed_at': none, 'has_checkpoint': false} -%}
+    {%- set marks = {'events': 0, 'audited_events': 0, 'policy_observed_at': none, 'has_checkpoint': false} -%}
     {%- if not execute -%}
         {{ return(marks) }}
     {%- endif -%}
@@ -22,21 +27,46 @@
     {%- set parts = [] -%}
     {%- if daily is not none -%}
         {%- do marks.update({'has_checkpoint': true}) -%}
-        {%- do parts.append("select max(source_watermark) as events, max(policy_observed_at) as observed, cast(null as timestamp) as audited from " ~ daily) -%}
+        {%- do parts.append(
+            "select " ~ _checkpoint_events_watermark(daily)
+            ~ " as events, cast(null as bigint) as audited_events, cast(null as timestamp) as observed"
+        ) -%}
     {%- endif -%}
     {%- if audit is not none -%}
-        {%- do parts.append("select max(events_watermark) as events, max(policy_observed_at) as observed, max(policy_observed_at) as audited from " ~ audit) -%}
+        {%- do parts.append(
+            "select max(events_watermark) as events, max(events_watermark) as audited_events,"
+            ~ " max(policy_observed_at) as observed from " ~ audit
+        ) -%}
     {%- endif -%}
     {%- if parts -%}
         {%- set query -%}
             select
                 coalesce(max(events), 0) as events,
-                date_format(max(observed), 'yyyy-MM-dd HH:mm:ss.SSSSSS') as observed,
-                date_format(max(audited), 'yyyy-MM-dd HH:mm:ss.SSSSSS') as audited
+                coalesce(max(audited_events), 0) as audited_events,
+                date_format(max(observed), 'yyyy-MM-dd HH:mm:ss.SSSSSS') as observed
             from ({{ parts | join(' union all ') }})
         {%- endset -%}
         {%- set row = run_query(query).rows[0] -%}
-        {%- do marks.update({'events': row[0] | int, 'policy_observed_at': row[1], 'audited_policy_observed_at': row[2]}) -%}
+        {%- do marks.update({'events': row[0] | int, 'audited_events': row[1] | int, 'policy_observed_at': row[2]}) -%}
     {%- endif -%}
     {{ return(marks) }}
+{%- endmacro %}
+
+
+{% macro _checkpoint_events_watermark(daily) -%}
+    {#-
+        Private. max(source_watermark) of the checkpoint `daily` as a literal, read from the upper
+        bounds of its live data files (Iceberg metadata) instead of a scan of the whole table; a
+        scan only if some file has no bound. The bounds cover rows deleted by later MERGEs too, and
+        that is exact here: a day's row is only ever replaced by one with an equal or greater
+        source_watermark (events are never un-accepted).
+    -#}
+    {%- set bounds = run_query(
+        "select count(*) - count(readable_metrics.source_watermark.upper_bound),"
+        ~ " max(readable_metrics.source_watermark.upper_bound) from " ~ daily ~ ".data_files"
+    ).rows[0] -%}
+    {%- if bounds[0] == 0 -%}
+        {{- return(bounds[1] | int if bounds[1] is not none else 0) -}}
+    {%- endif -%}
+    {{- return(run_query("select coalesce(max(source_watermark), 0) from " ~ daily).rows[0][0] | int) -}}
 {%- endmacro %}

@@ -39,6 +39,7 @@ UPSTREAM = {
     "model.payledger.int_merchant_segment_versions",
     "model.payledger.int_reserve_policy_versions",
     "model.payledger.int_balance_slices_invalidated",
+    "model.payledger.int_balance_merchants_invalidated",
     "model.payledger.int_merchant_daily_balances",
 }
 # The lineage graph's nodes as the page's own graph service holds them (cytoscape elements).

@@ -102,6 +102,26 @@ def test_segment_move_rewrites_that_merchants_keys_only(dbt, warehouse, built):
     assert [(r["cause"], r["merchant_id"], str(r["from_date"])) for r in rows] == [("segment_change", "t1", "2026-01-01")]
 
 
+def test_a_build_stopped_after_the_checkpoint_is_caught_up_and_audited_by_the_next(dbt, warehouse, built):
+    before = view_rows(warehouse)
+    warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-04-01")])
+    warehouse.load("payment_events", [event("t1-f3", "t1", "funds_released", "10.00", "2026-04-20 10:00:00")])
+    # As if the build were killed right after the checkpoint's commit: the view and the audit never ran.
+    dbt("run", "--select", "+int_merchant_daily_balances")
+    assert view_rows(warehouse) == before
+    run = dbt("build")
+    after = view_rows(warehouse)
+    assert rewritten(before, after) == {("r1", "USD"), ("t1", "USD")}
+    assert after[("r1", "USD")]["reserve_hold"] == Decimal("10.00") + Decimal("12.00")
+    assert after[("t1", "USD")]["reserve_hold"] == Decimal("5.00") + Decimal("3.00") + Decimal("0.50")
+    # The second build replays the policy change again and audits the events the first one folded.
+    rows = audit(warehouse, run.invocation_id)
+    assert [(r["cause"], r["segment"], r["keys_affected"], r["rows_rewritten"]) for r in rows] == [
+        ("new_events", None, 1, 1),
+        ("policy_change", "retail", 2, 1),
+    ]
+
+
 def all_commits(warehouse) -> dict[str, list[dict]]:
     """Iceberg snapshots of every project table, by table name."""
     tables = [f"{schema}.{t}" for schema, objects in project_relations(warehouse.spark).items() for t in objects["tables"]]
@@ -116,11 +136,12 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     assert view_rows(warehouse) == before
     assert audit(warehouse, run.invocation_id) == []
     # Not even an empty snapshot on the incremental models, the snapshots and the audit. dbt rebuilds
-    # three tables on every build by design (derived state, no history to keep): the seed, the
-    # `table`-materialized slices and the reconciliation test's failure table.
+    # four tables on every build by design (derived state, no history to keep): the seed, the two
+    # `table`-materialized slice models and the reconciliation test's failure table.
     rebuilt = {
         "payledger_reference.payment_event_types",
         "payledger_intermediate.int_balance_slices_invalidated",
+        "payledger_intermediate.int_balance_merchants_invalidated",
         "payledger_audit.merchant_balance_reconciliation_failures",
     }
     after = all_commits(warehouse)

@@ -17,10 +17,15 @@
 -#}
 
 {%- set new_events_after = none %}
+{%- set replay_from = none %}
 {%- if execute %}
-    {%- set new_events_after = run_query(
-        "select max(after_ingest_seq) from " ~ ref('int_balance_slices_invalidated') ~ " where cause = 'new_events'"
-    ).rows[0][0] %}
+    {%- set bounds = run_query(
+        "select max(case when cause = 'new_events' then after_ingest_seq end),"
+        ~ " cast(min(case when cause != 'new_events' then from_date end) as string)"
+        ~ " from " ~ ref('int_balance_slices_invalidated')
+    ).rows[0] %}
+    {%- set new_events_after = bounds[0] %}
+    {%- set replay_from = bounds[1] %}
 {%- endif %}
 
 with slices as (
@@ -44,12 +49,16 @@ slice_keys as (
         slice_merchants.observed_at,
         daily_balances.merchant_id,
         daily_balances.currency
-    from (
-        {{ invalidated_merchants('slices') }}
-    ) as slice_merchants
+    from {{ ref('int_balance_merchants_invalidated') }} as slice_merchants
     inner join daily_balances
         on slice_merchants.merchant_id = daily_balances.merchant_id
         and slice_merchants.from_date <= daily_balances.balance_date
+    {#- The earliest replayed day as a literal, so the checkpoint scan prunes partitions. #}
+    {% if replay_from %}
+    where daily_balances.balance_date >= date {{ quoted_literal(replay_from) }}
+    {% else %}
+    where false
+    {% endif %}
 
     union all
 

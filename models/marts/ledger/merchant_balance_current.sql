@@ -1,3 +1,8 @@
+-- depends_on: {{ ref('int_balance_merchants_invalidated') }}
+-- depends_on: {{ ref('int_payment_events_classified') }}
+-- depends_on: {{ ref('payment_event_types') }}
+-- depends_on: {{ ref('int_merchant_segment_versions') }}
+-- depends_on: {{ ref('int_reserve_policy_versions') }}
 {{
     config(
         materialized='incremental',
@@ -16,55 +21,108 @@
 {{ guard_full_refresh() }}
 
 {#-
-    One row per (merchant_id, currency), summed from the daily checkpoint. An incremental run
-    recomputes only the keys whose checkpoint rows were written by this invocation or are past the
-    view's watermarks (so a run killed between the two models is caught up), and merges only the
-    rows whose values changed, in one commit. policy_observed_at changes with a row's values: a
-    policy change that leaves a balance as it was does not rewrite it, so the policy watermark is
-    the greater of the view's and the audit's (balance_invalidations, written after the view).
+    One row per (merchant_id, currency). The first build sums the daily checkpoint. An incremental
+    run, in one commit:
+    - re-sums from the checkpoint the keys of the merchants in this run's replay slices (policy,
+      segment and manual; int_balance_merchants_invalidated), which the checkpoint replayed first;
+    - advances every other key touched by accepted events past the view's own watermark (max
+      source_watermark) by those events' postings: stored balance + postings.
+    The view's watermark is committed with its rows, so a run killed after the checkpoint and
+    before the view is caught up by the next one (the slices' policy watermark is the audit's,
+    written after the view, so the same slices are replayed again). Only rows whose values changed
+    are merged. policy_observed_at is the latest snapshot observation known when a row was
+    computed.
 -#}
 
-{%- set marks = balance_watermarks() %}
+{%- set view_watermark = incremental_watermark('source_watermark') %}
+{%- set has_replay = false %}
+{%- if is_incremental() and execute %}
+    {%- set has_replay = _has_rows("select 1 from " ~ ref('int_balance_merchants_invalidated')) %}
+{%- endif %}
 
 with daily_balances as (
     select * from {{ ref('int_merchant_daily_balances') }}
 ),
 
 {% if is_incremental() %}
-view_watermarks as (
+observations as (
+    {{ latest_policy_observation() }}
+),
+
+replayed_merchants as (
+    select distinct merchant_id
+    from {{ ref('int_balance_merchants_invalidated') }}
+    where {{ 'true' if has_replay else 'false' }}
+),
+
+resummed as (
     select
-        coalesce(max(source_watermark), 0) as source_watermark,
-        greatest(
-            coalesce(max(policy_observed_at), timestamp '1970-01-01 00:00:00'),
-            timestamp {{ quoted_literal(marks.audited_policy_observed_at or '1970-01-01 00:00:00') }}
-        ) as policy_observed_at
-    from {{ this }}
-),
-
-invalidated_keys as (
-    select distinct
         daily_balances.merchant_id,
-        daily_balances.currency
+        daily_balances.currency,
+        cast(sum(daily_balances.available_change) as decimal(18, 2)) as available_balance,
+        cast(sum(daily_balances.pending_change) as decimal(18, 2)) as pending_balance,
+        cast(sum(daily_balances.reserve_change) as decimal(18, 2)) as reserve_hold,
+        max(daily_balances.last_event_time) as last_event_time,
+        max(daily_balances.source_watermark) as source_watermark,
+        max(daily_balances.policy_observed_at) as policy_observed_at
     from daily_balances
-    cross join view_watermarks
-    where daily_balances.written_by_invocation_id = '{{ invocation_id }}'
-        or daily_balances.source_watermark > view_watermarks.source_watermark
-        or daily_balances.policy_observed_at > view_watermarks.policy_observed_at
+    left semi join replayed_merchants
+        on daily_balances.merchant_id = replayed_merchants.merchant_id
+    where {{ 'true' if has_replay else 'false' }}
+    group by 1, 2
 ),
 
-replayed_days as (
-    select daily_balances.*
-    from daily_balances
-    left semi join invalidated_keys
-        on daily_balances.merchant_id = invalidated_keys.merchant_id
-        and daily_balances.currency = invalidated_keys.currency
+new_events as (
+    {#- The watermark as a literal, so the scan prunes files to the new events. #}
+    select events.*
+    from {{ ref('int_payment_events_classified') }} as events
+    left anti join replayed_merchants
+        on events.merchant_id = replayed_merchants.merchant_id
+    where events.is_accepted and events.ingest_seq > {{ view_watermark }}
+),
+
+new_postings as (
+    {{ post_payment_events('new_events') }}
+),
+
+posted_sums as (
+    select
+        merchant_id,
+        currency,
+        sum(available_delta) as available_delta,
+        sum(pending_delta) as pending_delta,
+        sum(reserve_delta) as reserve_delta,
+        max(event_time) as last_event_time,
+        max(ingest_seq) as source_watermark
+    from new_postings
+    group by 1, 2
+),
+
+advanced as (
+    select
+        posted_sums.merchant_id,
+        posted_sums.currency,
+        cast(
+            coalesce(stored_rows.available_balance, 0) + posted_sums.available_delta as decimal(18, 2)
+        ) as available_balance,
+        cast(coalesce(stored_rows.pending_balance, 0) + posted_sums.pending_delta as decimal(18, 2)) as pending_balance,
+        cast(coalesce(stored_rows.reserve_hold, 0) + posted_sums.reserve_delta as decimal(18, 2)) as reserve_hold,
+        greatest(stored_rows.last_event_time, posted_sums.last_event_time) as last_event_time,
+        greatest(stored_rows.source_watermark, posted_sums.source_watermark) as source_watermark,
+        observations.policy_observed_at
+    from posted_sums
+    cross join observations
+    left join {{ this }} as stored_rows
+        on posted_sums.merchant_id = stored_rows.merchant_id
+        and posted_sums.currency = stored_rows.currency
+),
+
+balances as (
+    select * from resummed
+    union all
+    select * from advanced
 ),
 {% else %}
-replayed_days as (
-    select * from daily_balances
-),
-{% endif %}
-
 balances as (
     select
         merchant_id,
@@ -75,9 +133,10 @@ balances as (
         max(last_event_time) as last_event_time,
         max(source_watermark) as source_watermark,
         max(policy_observed_at) as policy_observed_at
-    from replayed_days
+    from daily_balances
     group by 1, 2
 ),
+{% endif %}
 
 final as (
     select
