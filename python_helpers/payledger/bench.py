@@ -35,14 +35,20 @@ from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
 from payledger.warehouse import VIEW, drop_project_schemas, records_added, table_commits
 
 CANONICAL = "int_payment_events_classified"
+CHECKPOINT = "int_merchant_daily_balances"
 LANDING = "payledger_raw.payment_events"
-REBUILD_MODELS = ("int_balance_slices_invalidated", "int_merchant_daily_balances", "merchant_balance_current")
+REBUILD_MODELS = (
+    "int_balance_slices_invalidated",
+    "int_balance_merchants_invalidated",
+    "int_merchant_daily_balances",
+    "merchant_balance_current",
+)
 
 
 @dataclass
 class Phase:
-    """One measured phase: seconds, rows read from canonical events (per dbt node) and landing,
-    view records written."""
+    """One measured phase: seconds, rows read from canonical events (per dbt node), landing and the
+    daily checkpoint, view records written."""
 
     name: str
     seconds: float
@@ -50,6 +56,7 @@ class Phase:
     landing_rows_read: int
     records_written: int
     seconds_by_node: dict[str, float]
+    checkpoint_rows_read: int = 0
 
     @property
     def canonical_rows_read(self) -> int:
@@ -110,6 +117,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
     by_node: dict[str, float] = {}
     canonical: dict[str, int] = {}
     landing = 0
+    checkpoint = 0
     for label, dbt_args in steps:
         first = metrics.last_id()
         build = run_dbt(*dbt_args)
@@ -119,10 +127,11 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
         canonical[label] = metrics.rows_read(first, CANONICAL)
         landing += metrics.rows_read(first, LANDING)
+        checkpoint += metrics.rows_read(first, CHECKPOINT)
     after = table_commits(spark, VIEW)
     # A full refresh replaces the table: count what its last commit wrote.
     written = records_added(after[commits:]) if len(after) > commits else records_added(after[-1:])
-    return Phase(name, seconds, canonical, landing, written, by_node)
+    return Phase(name, seconds, canonical, landing, written, by_node, checkpoint)
 
 
 PEER_SQL = """
@@ -237,6 +246,7 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     check = run_dbt("test", "--select", "merchant_balance_current")
     view_rows = spark.sql(f"select count(*) as n from {VIEW}").first()["n"]
     canonical_rows = spark.sql(f"select count(*) as n from payledger_intermediate.{CANONICAL}").first()["n"]
+    checkpoint_rows = spark.sql(f"select count(*) as n from payledger_intermediate.{CHECKPOINT}").first()["n"]
 
     figures = {
         "events_total": int(canonical_rows),
@@ -261,6 +271,12 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
             "replay": replay.landing_rows_read,
             "peer": peer.landing_rows_read,
         },
+        "checkpoint_rows_read": {
+            "full": full.checkpoint_rows_read,
+            "incremental": incremental.checkpoint_rows_read,
+            "replay": replay.checkpoint_rows_read,
+        },
+        "checkpoint_rows": int(checkpoint_rows),
         "peer_keys_differing_from_view": peer_differences,
         "reconciled_after_runs": bool(check.success),
         "initial_build_s": round(initial.seconds, 2),
@@ -282,7 +298,7 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     console.print(table)
     for phase in (full, incremental, replay):
         parts = ", ".join(f"{node} {rows:,}" for node, rows in sorted(phase.canonical_reads.items()))
-        console.print(f"{phase.name}: canonical rows read by node: {parts}")
+        console.print(f"{phase.name}: canonical rows read by node: {parts}; checkpoint rows read {phase.checkpoint_rows_read:,}")
     console.print(f"reconciliation after the runs: {'reconciled' if check.success else 'FAILED: ' + str(check.failures())}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")
