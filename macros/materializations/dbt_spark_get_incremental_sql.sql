@@ -3,7 +3,8 @@
     precedence):
     - an append or merge whose new rows are empty commits nothing: no Iceberg snapshot, no metadata
       file. The new rows are cached first (after dropping any cache left by an earlier run in the
-      same session), so checking for emptiness does not compute the model's query twice;
+      same session), and the emptiness check reads the cache. The bench suggests the write itself
+      computes the rows again (README, Benchmark); not yet confirmed;
     - a merge into a model with `meta: {merge_pruning_date_column: <date column>}` gets one more
       predicate, `DBT_INTERNAL_DEST.<column> in (<the dates among the new rows>)`, as literals: the
       MERGE reads and rewrites only the target's partitions those dates fall in.
