@@ -55,7 +55,10 @@ replayed_merchants as (
     where {{ 'true' if has_replay else 'false' }}
 ),
 
-resummed as (
+{% endif %}
+
+summed_days as (
+    {#- Every key on a full build; on an incremental run, the keys of the replayed merchants. #}
     select
         daily_balances.merchant_id,
         daily_balances.currency,
@@ -66,12 +69,15 @@ resummed as (
         max(daily_balances.source_watermark) as source_watermark,
         max(daily_balances.policy_observed_at) as policy_observed_at
     from daily_balances
+    {% if is_incremental() %}
     left semi join replayed_merchants
         on daily_balances.merchant_id = replayed_merchants.merchant_id
     where {{ 'true' if has_replay else 'false' }}
+    {% endif %}
     group by 1, 2
 ),
 
+{% if is_incremental() %}
 new_events as (
     {#- The watermark as a literal, so the scan prunes files to the new events. #}
     select events.*
@@ -118,23 +124,13 @@ advanced as (
 ),
 
 balances as (
-    select * from resummed
+    select * from summed_days
     union all
     select * from advanced
 ),
 {% else %}
 balances as (
-    select
-        merchant_id,
-        currency,
-        cast(sum(available_change) as decimal(18, 2)) as available_balance,
-        cast(sum(pending_change) as decimal(18, 2)) as pending_balance,
-        cast(sum(reserve_change) as decimal(18, 2)) as reserve_hold,
-        max(last_event_time) as last_event_time,
-        max(source_watermark) as source_watermark,
-        max(policy_observed_at) as policy_observed_at
-    from daily_balances
-    group by 1, 2
+    select * from summed_days
 ),
 {% endif %}
 
