@@ -146,16 +146,43 @@ def _merchant_currencies(options: GenerateOptions, rng: np.random.Generator) -> 
 
 
 def _events_arrays(options: GenerateOptions, rng: np.random.Generator, id_prefix: str) -> dict[str, np.ndarray]:
-    """Clean events in columns: captures and the lifecycle that follows them."""
-    n_capture = max(1, int(options.events / 2.35))
+    """Clean events in columns: captures and the lifecycle that follows them, ``options.events`` of
+    them. Follow-ups that would fall after ``end_date`` are dropped; when that leaves too few (a
+    window of a few days cuts off most of them), more captures are drawn."""
     keys_m, keys_c = _merchant_currencies(options, rng)
     # Busy merchants exist: key choice follows a Zipf-like weight.
     weights = 1.0 / np.arange(1, len(keys_m) + 1) ** 0.6
     weights = rng.permutation(weights / weights.sum())
-    key = rng.choice(len(keys_m), size=n_capture, p=weights)
     start_us = _epoch_micros(options.end_date - dt.timedelta(days=options.days - 1))
-    span_us = options.days * MICROS_PER_DAY
-    t_capture = start_us + rng.integers(0, span_us, n_capture)
+    end_us = start_us + options.days * MICROS_PER_DAY
+    n_capture = max(1, int(options.events / 2.35))
+    for _ in range(5):
+        k, etype, t, amt = _lifecycles(n_capture, weights, start_us, end_us, rng)
+        keep = np.flatnonzero(t < end_us)
+        if len(keep) >= options.events:
+            break
+        n_capture = int(n_capture * 1.1 * options.events / max(1, len(keep))) + 1
+    if len(keep) > options.events:
+        keep = np.sort(rng.choice(keep, options.events, replace=False))
+    n = len(keep)
+    ids = np.char.add(id_prefix, np.char.zfill(np.arange(1, n + 1).astype(str), 10))
+    return {
+        "event_id": ids,
+        "merchant": keys_m[k[keep]],
+        "currency": keys_c[k[keep]],
+        "event_type": etype[keep],
+        "amount_cents": amt[keep],
+        "event_time": t[keep],
+    }
+
+
+def _lifecycles(
+    n_capture: int, weights: np.ndarray, start_us: int, end_us: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``n_capture`` captures in [start_us, end_us) and their follow-ups (which may fall after
+    ``end_us``), as (key index, event type index, event time in epoch microseconds, amount in cents)."""
+    key = rng.choice(len(weights), size=n_capture, p=weights)
+    t_capture = start_us + rng.integers(0, end_us - start_us, n_capture)
     amount = np.round(np.exp(rng.normal(3.8, 1.1, n_capture)) * 100).astype(np.int64) + 100  # cents
 
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -183,22 +210,8 @@ def _events_arrays(options: GenerateOptions, rng: np.random.Generator, id_prefix
     outcome = rng.random(n_capture)
     follow(chargeback & (outcome < 0.45), "chargeback_won", (15, 45), 1.0, t_cb)
     follow(chargeback & (outcome >= 0.45) & (outcome < 0.85), "chargeback_lost", (15, 45), 1.0, t_cb)
-
     k, etype, t, amt = (np.concatenate(column) for column in zip(*parts, strict=True))
-    end_us = start_us + span_us
-    keep = np.flatnonzero(t < end_us)
-    if len(keep) > options.events:
-        keep = np.sort(rng.choice(keep, options.events, replace=False))
-    n = len(keep)
-    ids = np.char.add(id_prefix, np.char.zfill(np.arange(1, n + 1).astype(str), 10))
-    return {
-        "event_id": ids,
-        "merchant": keys_m[k[keep]],
-        "currency": keys_c[k[keep]],
-        "event_type": etype[keep],
-        "amount_cents": amt[keep],
-        "event_time": t[keep],
-    }
+    return k, etype, t, amt
 
 
 def _with_faults(options: GenerateOptions, rng: np.random.Generator, ev: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:

@@ -54,6 +54,15 @@ def test_batch_resends_history_events(history, tmp_path):
     assert resent, "a batch re-sends some events already in the history"
 
 
+@pytest.mark.parametrize("days", [2, 365])
+def test_a_history_has_the_events_asked_for_even_over_a_short_window(tmp_path, days):
+    """Follow-ups past the window's end are dropped; the generator draws more captures to make up."""
+    options = GenerateOptions(events=5_000, merchants=100, days=days, seed=11)
+    generate(options, tmp_path)
+    events = pq.read_table(tmp_path / "events.parquet")
+    assert events.num_rows == options.events + int(options.events * options.duplicate_rate)
+
+
 def test_bad_options_are_refused(tmp_path):
     with pytest.raises(ValueError, match="duplicate_rate"):
         generate(GenerateOptions(events=10, duplicate_rate=0.9), tmp_path)
