@@ -156,12 +156,12 @@ def _events_arrays(options: GenerateOptions, rng: np.random.Generator, id_prefix
     start_us = _epoch_micros(options.end_date - dt.timedelta(days=options.days - 1))
     end_us = start_us + options.days * MICROS_PER_DAY
     n_capture = max(1, int(options.events / 2.35))
-    for _ in range(5):
+    while True:  # ends: captures fall inside the window, so n_capture = options.events is enough
         k, etype, t, amt = _lifecycles(n_capture, weights, start_us, end_us, rng)
         keep = np.flatnonzero(t < end_us)
         if len(keep) >= options.events:
             break
-        n_capture = int(n_capture * 1.1 * options.events / max(1, len(keep))) + 1
+        n_capture = min(options.events, int(n_capture * 1.1 * options.events / max(1, len(keep))) + 1)
     if len(keep) > options.events:
         keep = np.sort(rng.choice(keep, options.events, replace=False))
     n = len(keep)
