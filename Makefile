@@ -33,7 +33,7 @@ demo: setup ## Run the main job on the embedded default (generate, build, new ba
 	$(VENV)/bin/payledger demo
 
 test: setup ## Run the whole test suite (lint, unit, dbt, differential, crash, docs browser, Thrift Server)
-	$(VENV)/bin/pytest --numprocesses 2 --dist loadfile --durations 25
+	$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25
 
 soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1)
 	PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py

@@ -19,7 +19,8 @@ from payledger.warehouse import drop_project_schemas
 from tests import histories
 from tests.support import History, Landing, assert_history_kept, snapshot_history
 
-pytestmark = pytest.mark.integration
+# One worker runs this file: the second test checks what the first recorded in RUNS.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("differential")]
 
 RUNS: list[dict] = []
 

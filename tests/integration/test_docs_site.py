@@ -24,7 +24,8 @@ import pytest
 from payledger.warehouse import drop_project_schemas
 from tests.support import Landing, event, merchant, policy
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# One worker runs this file, so the docs site (a module fixture) is built once.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("docs_site")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "target" / "test-output" / "docs-lineage.png"
