@@ -10,6 +10,7 @@ export PAYLEDGER_HOME := $(CURDIR)
 
 .PHONY: help setup demo test soak lint docs thrift bench clean
 
+PYTEST_ARGS ?=
 EVENTS ?= 30000000
 MERCHANTS ?= 50000
 
@@ -32,8 +33,8 @@ $(JARS) &: $(STAMP) scripts/build_jars.sh
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo
 
-test: setup ## Run the whole test suite (lint, unit, dbt, differential, crash, docs browser, Thrift Server)
-	$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25
+test: setup ## Run the whole test suite in a shuffled order (PYTEST_ARGS="--randomly-seed=N" replays one)
+	$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25 $(PYTEST_ARGS)
 
 soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1)
 	PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from payledger.warehouse import drop_project_schemas
-from tests.support import Landing, event, merchant, policy
+from tests.support import DbtProject, Landing, event, merchant, policy
 
-# One worker runs this file, so the docs site (a module fixture) is built once.
+# One worker runs this file, so the docs site (a module fixture) is usually built once.
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("docs_site")]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,8 +56,13 @@ return graph.elements
 
 
 @pytest.fixture(scope="module")
-def docs_site(dbt, spark, tmp_path_factory):
-    """The docs site of a built warehouse, served on 127.0.0.1; yields (base url, target folder)."""
+def docs_site(spark, tmp_path_factory):
+    """The docs site of a built warehouse, served on 127.0.0.1; yields (base url, target folder).
+
+    dbt writes into a target folder of this module's own, so no other test's build rewrites the
+    site's manifest while it is served.
+    """
+    dbt = DbtProject(tmp_path_factory.mktemp("docs-dbt"))
     drop_project_schemas(spark)
     warehouse = Landing(spark, tmp_path_factory.mktemp("docs"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
     warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01")])
