@@ -69,17 +69,28 @@ def event(event_id: str | None, merchant_id: str | None, event_type: str | None,
     }
 
 
-def policy(segment: str, pct: str, effective_from: str) -> dict:
-    return {"segment": segment, "reserve_pct": Decimal(pct), "effective_from": dt.date.fromisoformat(effective_from)}
+def _updated_at(when: str | None) -> dict:
+    return {} if when is None else {"updated_at": dt.datetime.fromisoformat(when).replace(tzinfo=dt.UTC)}
 
 
-def merchant(merchant_id: str, segment: str, effective_from: str) -> dict:
-    return {"merchant_id": merchant_id, "segment": segment, "segment_effective_from": dt.date.fromisoformat(effective_from)}
+def policy(segment: str, pct: str, effective_from: str, updated_at: str | None = None) -> dict:
+    """A ``reserve_policies`` row; without ``updated_at`` (ISO UTC) the loader stamps the load time."""
+    return {"segment": segment, "reserve_pct": Decimal(pct), "effective_from": dt.date.fromisoformat(effective_from), **_updated_at(updated_at)}
+
+
+def merchant(merchant_id: str, segment: str, effective_from: str, updated_at: str | None = None) -> dict:
+    """A ``merchants`` row; without ``updated_at`` (ISO UTC) the loader stamps the load time."""
+    return {"merchant_id": merchant_id, "segment": segment, "segment_effective_from": dt.date.fromisoformat(effective_from), **_updated_at(updated_at)}
 
 
 def view_rows(warehouse) -> dict[tuple[str, str], dict]:
     """The balance view's rows by (merchant_id, currency)."""
     return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
+
+
+def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
+    """Keys whose row differs between two ``view_rows`` readings (new keys included)."""
+    return {key for key in after if before.get(key) != after[key]}
 
 
 class History:
@@ -96,17 +107,26 @@ class History:
         for row in rows:
             self.events.append({**row, "ingest_seq": len(self.events) + 1})
 
-    def land_merchants(self, warehouse, rows: list[dict]) -> None:
-        warehouse.load("merchants", rows)
+    def land_merchants(self, warehouse, rows: list[dict]) -> int:
+        """Load a merchants file; every row is an observation (an unchanged one repeats the current
+        version, which leaves the reference's answer as it was). Returns the rows the loader wrote."""
+        written = warehouse.load("merchants", rows)
         self._observed += 1
         for r in rows:
             self.segments.append(reference.SegmentVersion(r["merchant_id"], r["segment"], r["segment_effective_from"], self._observed))
+        return written
 
-    def land_policies(self, warehouse, rows: list[dict]) -> None:
-        warehouse.load("reserve_policies", rows)
+    def land_policies(self, warehouse, rows: list[dict]) -> int:
+        """Load a reserve_policies file (see ``land_merchants``); returns the rows the loader wrote."""
+        written = warehouse.load("reserve_policies", rows)
         self._observed += 1
         for r in rows:
             self.policies.append(reference.PolicyVersion(r["segment"], r["reserve_pct"], r["effective_from"], self._observed))
+        return written
+
+    def expected(self) -> dict[tuple[str, str], reference.Balance]:
+        """The reference's balances for what was landed so far."""
+        return reference.fold(self.events, self.segments, self.policies)[0]
 
     def assert_view_matches(self, warehouse) -> None:
         rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}

@@ -1,8 +1,8 @@
 {% macro balance_invalidation_slices(watermarks, include_landed=false) -%}
     {#-
         The invalidation predicates of a run, one row per slice, as a standalone query:
-        - policy_change: each reserve_policies version observed after watermarks.policy_observed_at
-          -> (segment, from its effective_from_date);
+        - policy_change: each reserve_policies version observed (captured by its snapshot) after
+          watermarks.policy_observed_at -> (segment, from its effective_from_date);
         - segment_change: each merchants version observed after it -> (merchant, from the earlier of
           its new and its previous effective date), covering the segment it left and the one it joined;
         - manual: the replay asked for with --vars (see replay_request);
@@ -12,7 +12,8 @@
         only), predicate (readable SQL).
         Without a checkpoint (first build) only the new_events slice is returned.
         include_landed=true (the dry-run plan) also counts what the next build will pick up: landed
-        policy and merchant rows the snapshots have not captured yet, and landed events past the
+        policy and merchant rows whose values differ from the snapshots' current versions (the
+        snapshots will capture them; observed_at null), and landed events past the
         classification's watermark (whether they will be accepted is not known yet).
     -#}
     {%- set request = replay_request() -%}
@@ -30,12 +31,15 @@
             and observed_at > {{ observed_after }}  -- noqa: LT02 (sqlfluff mis-reads the templated literal)
         {% if include_landed %}
             union all
-            select 'policy_change', landed.segment, cast(null as string), landed.effective_from_date, landed.updated_at, cast(null as bigint)
+            select 'policy_change', landed.segment, cast(null as string), landed.effective_from_date, cast(null as timestamp), cast(null as bigint)
             from {{ ref('stg_payledger__reserve_policies') }} as landed
             left join {{ ref('int_reserve_policy_versions') }} as current_version
                 on landed.segment = current_version.segment
                 and current_version.superseded_at is null
-            where landed.updated_at > coalesce(current_version.observed_at, timestamp '1970-01-01 00:00:00')
+            where not (
+                landed.reserve_pct <=> current_version.reserve_pct
+                and landed.effective_from_date <=> current_version.effective_from_date
+            )
         {% endif %}
     ),
 
@@ -61,12 +65,15 @@
             select
                 'segment_change', cast(null as string), landed.merchant_id,
                 least(landed.segment_effective_from_date, coalesce(current_version.segment_effective_from_date, landed.segment_effective_from_date)),
-                landed.updated_at, cast(null as bigint)
+                cast(null as timestamp), cast(null as bigint)
             from {{ ref('stg_payledger__merchants') }} as landed
             left join {{ ref('int_merchant_segment_versions') }} as current_version
                 on landed.merchant_id = current_version.merchant_id
                 and current_version.superseded_at is null
-            where landed.updated_at > coalesce(current_version.observed_at, timestamp '1970-01-01 00:00:00')
+            where not (
+                landed.segment <=> current_version.segment
+                and landed.segment_effective_from_date <=> current_version.segment_effective_from_date
+            )
         {% endif %}
     ),
 

@@ -3,13 +3,18 @@
         Reports how far the balance view is behind its inputs, writing nothing:
         - watermark lag: landed event rows past the view's source_watermark (and the age of the
           oldest of them);
-        - the oldest invalidation not yet replayed: the earliest snapshot version observed after the
-          replayed policy watermark, or the earliest landed event not yet folded; "none" when clean.
-        Usage: dbt run-operation balance_freshness. Logs one line "FRESHNESS_JSON {...}" too.
+        - the oldest invalidation not yet replayed: the earliest snapshot version captured after the
+          replayed policy watermark, or the earliest landed event not yet folded; "none" when clean;
+        - landed reference rows whose values the snapshots have not captured yet (the next build will).
+        Usage: dbt run-operation balance_freshness. Logs one line "FRESHNESS_JSON {...}" too. Before
+        the first build it says so and logs {"view_built": false}.
     -#}
-    {%- set view = adapter.get_relation(database=none, schema=generate_schema_name(none, none) | trim, identifier='merchant_balance_current') -%}
+    {%- set view = load_relation(ref('merchant_balance_current')) -%}
     {%- if view is none -%}
-        {{ exceptions.raise_compiler_error("merchant_balance_current does not exist yet: run dbt build first.") }}
+        {%- set report = {'view_built': false} -%}
+        {{ log("Nothing has been built yet: " ~ ref('merchant_balance_current') ~ " does not exist; run dbt build first.", info=true) }}
+        {{ log("FRESHNESS_JSON " ~ report | tojson, info=true) }}
+        {{ return(report) }}
     {%- endif -%}
     {%- set marks = balance_watermarks() -%}
     {%- set query -%}
@@ -30,6 +35,29 @@
             union all
             select dbt_valid_from as observed_at from {{ ref('snp_payledger__merchants') }}
             where dbt_valid_from > timestamp {{ quoted_literal(marks.policy_observed_at or '1970-01-01 00:00:00') }}
+        ),
+
+        uncaptured_reference_rows as (
+            {# Landed rows whose values differ from their snapshot's current version: the next build captures them. #}
+            select landed.segment as reference_key
+            from {{ ref('stg_payledger__reserve_policies') }} as landed
+            left join {{ ref('snp_payledger__reserve_policies') }} as captured
+                on landed.segment = captured.segment
+                and captured.dbt_valid_to is null
+            where not (
+                landed.reserve_pct <=> captured.reserve_pct
+                and landed.effective_from_date <=> captured.effective_from_date
+            )
+            union all
+            select landed.merchant_id as reference_key
+            from {{ ref('stg_payledger__merchants') }} as landed
+            left join {{ ref('snp_payledger__merchants') }} as captured
+                on landed.merchant_id = captured.merchant_id
+                and captured.dbt_valid_to is null
+            where not (
+                landed.segment <=> captured.segment
+                and landed.segment_effective_from_date <=> captured.segment_effective_from_date
+            )
         )
 
         select
@@ -37,21 +65,25 @@
             (select count(*) from landed) as landed_rows_behind,
             cast((select min(ingested_at) from landed) as string) as oldest_unfolded_ingested_at,
             cast((select min(observed_at) from unreplayed_versions) as string) as oldest_unreplayed_version_at,
-            cast(current_timestamp() as string) as checked_at
+            cast(current_timestamp() as string) as checked_at,
+            (select count(*) from uncaptured_reference_rows) as reference_rows_not_captured
     {%- endset -%}
     {%- set row = run_query(query).rows[0] -%}
     {%- set oldest = [row[2], row[3]] | reject('none') | sort | first if (row[2] or row[3]) else none -%}
     {%- set report = {
+        'view_built': true,
         'view_source_watermark': row[0] | int,
         'landed_rows_behind': row[1] | int,
         'oldest_unfolded_ingested_at': row[2],
         'oldest_unreplayed_version_at': row[3],
         'oldest_invalidation_not_replayed': oldest or 'none',
+        'reference_rows_not_captured': row[5] | int,
         'checked_at': row[4],
     } -%}
     {{ log(
         "Balance view freshness: " ~ report.landed_rows_behind ~ " landed event row(s) behind (view watermark "
-        ~ report.view_source_watermark ~ "); oldest invalidation not yet replayed: "
+        ~ report.view_source_watermark ~ "); " ~ report.reference_rows_not_captured
+        ~ " landed reference row(s) not yet captured by the snapshots; oldest invalidation not yet replayed: "
         ~ report.oldest_invalidation_not_replayed,
         info=true
     ) }}

@@ -75,3 +75,9 @@ LANDING_TABLES: dict[str, tuple[str, pa.Schema, str | None]] = {
         "merchant_id",
     ),
 }
+
+#: One row per file ``payledger load`` took (``load_log``): the deliveries. A full export whose rows
+#: are all unchanged writes no landing row, yet it is a delivery: the reference sources' freshness
+#: is read from here, not from ``updated_at`` (a row's own last-modified time).
+LOAD_LOG = "load_log"
+LOAD_LOG_COLUMNS = "table_name string, file_name string, rows_in_file bigint, rows_written bigint, loaded_at timestamp"

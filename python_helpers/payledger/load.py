@@ -2,8 +2,8 @@
 
 Events are appended with ``ingest_seq`` (next source position, in file order) and ``ingested_at``;
 policies and merchants are upserts of current state keyed by ``segment`` / ``merchant_id``. A file is
-checked and converted completely before anything is written, and written in one Iceberg commit, so a
-bad file loads nothing.
+checked and converted completely before anything is written, and written in one commit, so a bad
+file loads nothing. Each loaded file is then recorded in ``payledger_raw.load_log``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from payledger.contract import LANDING_TABLES, RAW_SCHEMA
+from payledger.contract import LANDING_TABLES, LOAD_LOG, LOAD_LOG_COLUMNS, RAW_SCHEMA
 
 ROW_COLUMN = "_file_row"
 
@@ -114,7 +114,7 @@ def _load_lock(warehouse: Path) -> Iterator[None]:
 
 
 def ensure_landing_tables(spark) -> None:
-    """Create schema ``payledger_raw`` and its three landing tables when they do not exist.
+    """Create schema ``payledger_raw``, its three landing tables and ``load_log`` when they do not exist.
 
     No ``using`` clause: the table format is the target catalog's (Iceberg on ``local``, Delta Lake
     on ``delta`` through ``spark.sql.sources.default``), as configured in profiles/profiles.yml.
@@ -122,6 +122,7 @@ def ensure_landing_tables(spark) -> None:
     spark.sql(f"create database if not exists {RAW_SCHEMA}")
     for table, (columns, _, _) in LANDING_TABLES.items():
         spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns})")
+    spark.sql(f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG} ({LOAD_LOG_COLUMNS})")
 
 
 def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> None:
@@ -144,11 +145,12 @@ def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> 
 def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
     """Load ``path`` into ``payledger_raw.<kind>`` (kind: payment_events, reserve_policies, merchants).
 
-    Returns the number of rows written (for policies and merchants: inserted or changed). Raises ``LoadError`` (nothing written) for a missing or
-    unreadable file, wrong columns, values that do not fit the contract types, and for policies and
-    merchants: empty required values, repeated keys, ``reserve_pct`` outside [0, 1], or an
-    ``updated_at`` not later than every ``updated_at`` already in either table (observation order
-    must only move forward, or a snapshot or the view's watermark would miss the change).
+    Returns the number of rows written (for policies and merchants: inserted or changed; unchanged
+    rows are not rewritten). Raises ``LoadError`` (nothing written) for a missing or unreadable
+    file, wrong columns, values that do not fit the contract types, and for policies and merchants:
+    empty required values, repeated keys, ``reserve_pct`` outside [0, 1], or a changed row whose
+    ``updated_at`` is not later than its key's latest loaded ``updated_at`` (see
+    ``_upsert_current_state``).
     """
     if kind not in LANDING_TABLES:
         raise LoadError(f"unknown landing table {kind!r}; expected one of {sorted(LANDING_TABLES)}")
@@ -167,10 +169,20 @@ def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
         target = f"{RAW_SCHEMA}.{kind}"
         staged_uri = staged_path.resolve().as_uri()
         if key is None:
-            return _append_events(spark, target, staged_uri, rows)
-        staged = pq.read_table(staged_path)
-        _check_reference_rows(path, staged, kind, key)
-        return _upsert_current_state(spark, path, target, staged, staged_uri, key, schema)
+            written = _append_events(spark, target, staged_uri, rows)
+        else:
+            _check_reference_rows(path, pq.read_table(staged_path), kind, key)
+            written = _upsert_current_state(spark, path, target, staged_uri, key, schema)
+        _log_load(spark, kind, path, rows, written)
+        return written
+
+
+def _log_load(spark, kind: str, path: Path, rows: int, written: int) -> None:
+    """Append the delivery to ``payledger_raw.load_log`` (after the data's own commit)."""
+    spark.createDataFrame(
+        [(kind, path.name, rows, written)], "table_name string, file_name string, rows_in_file bigint, rows_written bigint"
+    ).createOrReplaceTempView("payledger_load_log_row")
+    spark.sql(f"insert into {RAW_SCHEMA}.{LOAD_LOG} select *, current_timestamp() as loaded_at from payledger_load_log_row")
 
 
 def _append_events(spark, target: str, staged_uri: str, rows: int) -> int:
@@ -187,40 +199,48 @@ def _append_events(spark, target: str, staged_uri: str, rows: int) -> int:
     return rows
 
 
-def _upsert_current_state(spark, path: Path, target: str, staged: pa.Table, staged_uri: str, key: str, schema: pa.Schema) -> int:
-    # One observation order across policies and merchants: the balance view keeps one watermark.
-    latest_us = spark.sql(
-        f"select unix_micros(max(updated_at)) as latest from ("
-        f"select updated_at from {RAW_SCHEMA}.reserve_policies union all "
-        f"select updated_at from {RAW_SCHEMA}.merchants)"
-    ).first()["latest"]
-    earliest_us = pc.min(staged["updated_at"].cast(pa.int64())).as_py()
-    now_us = int(dt.datetime.now(dt.UTC).timestamp() * 1_000_000)
-    if latest_us is not None:
-        latest = dt.datetime.fromtimestamp(latest_us / 1e6, dt.UTC).isoformat()
-        if earliest_us is not None and earliest_us <= latest_us:
-            given = dt.datetime.fromtimestamp(earliest_us / 1e6, dt.UTC).isoformat()
-            raise LoadError(
-                f"{path}: updated_at {given} is not later than the latest already loaded ({latest}); updated_at orders observations and must move forward"
-            )
-        if now_us <= latest_us:
-            raise LoadError(f"{path}: the clock is behind the latest updated_at already loaded ({latest})")
+def _upsert_current_state(spark, path: Path, target: str, staged_uri: str, key: str, schema: pa.Schema) -> int:
+    """Merge a current-state file into ``target``: new keys are inserted, changed rows updated.
+
+    A row whose values equal the stored row's is not rewritten, whatever its ``updated_at`` (a full
+    export keeps unchanged rows' own timestamps; a new ``updated_at`` alone changes nothing). A row
+    without ``updated_at`` gets the load time. Per key, observations move forward: a changed row
+    whose ``updated_at`` is not later than that key's stored ``updated_at`` raises ``LoadError``
+    before anything is written. Each table is checked on its own: equal or interleaved timestamps
+    across ``reserve_policies`` and ``merchants`` are fine.
+    """
+    loaded_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     value_columns = [f.name for f in schema if f.name != "updated_at"]
-    select = ", ".join([*value_columns, "coalesce(updated_at, current_timestamp()) as updated_at"])
-    # A row whose values are unchanged is not rewritten: a new updated_at alone would make the
-    # snapshot record a version that changes nothing, and invalidate balances for no reason.
+    select = ", ".join([*value_columns, f"coalesce(updated_at, timestamp '{loaded_at}') as updated_at"])
     changed = " or ".join(f"not (dest.{name} <=> src.{name})" for name in value_columns if name != key)
     source = f"(select {select} from parquet.`{staged_uri}`)"
+    backwards = spark.sql(
+        f"""
+        select src.{key} as key, cast(src.updated_at as string) as given, cast(dest.updated_at as string) as latest
+        from {source} as src
+        inner join {target} as dest on dest.{key} = src.{key}
+        where ({changed}) and not coalesce(src.updated_at > dest.updated_at, true)
+        order by src.{key}
+        """
+    ).collect()
+    if backwards:
+        first = backwards[0]
+        raise LoadError(
+            f"{path}: {key} {first['key']!r} changed with updated_at {first['given']} UTC, not later than its latest loaded "
+            f"updated_at {first['latest']} UTC ({len(backwards)} changed row(s) go back in time, e.g. "
+            f"{', '.join(repr(r['key']) for r in backwards[:5])}); per key, updated_at must move forward. Nothing was loaded."
+        )
     written = spark.sql(
         f"select count(*) as n from {source} as src left join {target} as dest on dest.{key} = src.{key} where dest.{key} is null or {changed}"
     ).first()["n"]
-    spark.sql(
-        f"""
-        merge into {target} as dest
-        using {source} as src
-        on dest.{key} = src.{key}
-        when matched and ({changed}) then update set *
-        when not matched then insert *
-        """
-    )
+    if written:
+        spark.sql(
+            f"""
+            merge into {target} as dest
+            using {source} as src
+            on dest.{key} = src.{key}
+            when matched and ({changed}) then update set *
+            when not matched then insert *
+            """
+        )
     return int(written)

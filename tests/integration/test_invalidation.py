@@ -8,16 +8,12 @@ from decimal import Decimal
 import pytest
 
 from payledger.warehouse import VIEW, project_relations, table_commits
-from tests.support import event, merchant, policy, view_rows
+from tests.support import event, merchant, policy, rewritten, view_rows
 
 pytestmark = pytest.mark.integration
 
 AUDIT = "payledger.balance_invalidations"
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
-
-
-def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
-    return {key for key in after if before.get(key) != after[key]}
 
 
 def audit(warehouse, invocation_id: str) -> list[dict]:
@@ -208,8 +204,10 @@ def test_plan_lists_slices_without_writing(dbt, warehouse, built):
 
     freshness = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
     assert freshness["landed_rows_behind"] == 1
+    assert freshness["reference_rows_not_captured"] == 1  # the retail policy, landed, not yet snapshotted
     assert freshness["oldest_invalidation_not_replayed"] != "none"
     dbt("build")
     clean = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
-    assert clean["landed_rows_behind"] == 0 and clean["oldest_invalidation_not_replayed"] == "none"
+    assert clean["landed_rows_behind"] == clean["reference_rows_not_captured"] == 0
+    assert clean["oldest_invalidation_not_replayed"] == "none"
     assert dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from decimal import Decimal
 
@@ -98,12 +99,33 @@ def test_policies_upsert_current_state_and_refuse_bad_rows(warehouse):
         warehouse.load("reserve_policies", [policy("retail", "0.1", "2026-01-01"), policy("retail", "0.2", "2026-01-01")])
     with pytest.raises(LoadError, match="is empty"):
         warehouse.load("merchants", [{"merchant_id": "m1", "segment": None, "segment_effective_from": None}])
-    import datetime as dt
-
-    stale = {**merchant("m1", "retail", "2026-01-01"), "updated_at": dt.datetime(2020, 1, 1, tzinfo=dt.UTC)}
-    with pytest.raises(LoadError, match="must move forward"):
-        warehouse.load("merchants", [stale])
     assert landed(warehouse, "merchants") == 0
+
+
+def test_a_changed_row_going_back_in_time_for_its_key_is_refused_and_nothing_loads(warehouse):
+    assert (
+        warehouse.load(
+            "merchants", [merchant("m1", "retail", "2026-01-01", "2026-10-02 00:00:00"), merchant("m2", "retail", "2026-01-01", "2026-10-02 00:00:00")]
+        )
+        == 2
+    )
+    # Another table's timestamps are no concern of this one: policies from an older clock load.
+    assert warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01", "2020-01-01 00:00:00")]) == 1
+    stored = warehouse.rows("select * from payledger_raw.merchants order by merchant_id")
+    for stamp in ("2026-10-01 00:00:00", "2026-10-02 00:00:00"):  # older, and equal: not later
+        path = warehouse.write("merchants", [merchant("m1", "travel", "2026-01-01", stamp), merchant("m3", "retail", "2026-01-01", "2026-10-03 00:00:00")])
+        with pytest.raises(LoadError) as refused:
+            load_file(warehouse.spark, "merchants", path, warehouse.warehouse)
+        message = str(refused.value)
+        for part in (str(path), "merchant_id 'm1'", f"updated_at {stamp}", "latest loaded updated_at 2026-10-02 00:00:00", "Nothing was loaded"):
+            assert part in message, (part, message)
+        assert warehouse.rows("select * from payledger_raw.merchants order by merchant_id") == stored
+    # An unchanged row with an older updated_at (a full export) is fine and not rewritten; a changed
+    # row without updated_at gets the load time.
+    assert warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01", "2026-09-01 00:00:00"), merchant("m2", "travel", "2026-02-01")]) == 1
+    rows = {r["merchant_id"]: r for r in warehouse.rows("select * from payledger_raw.merchants")}
+    assert rows["m1"] == next(r for r in stored if r["merchant_id"] == "m1")
+    assert rows["m2"]["segment"] == "travel" and rows["m2"]["updated_at"] > dt.datetime(2026, 10, 2)
 
 
 def test_sql_command_prints_csv_and_json(warehouse):
