@@ -11,6 +11,8 @@ export PAYLEDGER_HOME := $(CURDIR)
 .PHONY: help setup demo test soak lint docs thrift bench clean
 
 PYTEST_ARGS ?=
+DOCS_PORT ?= 8080
+DOCS_TARGET ?= target
 EVENTS ?= 30000000
 MERCHANTS ?= 50000
 
@@ -42,9 +44,9 @@ soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLE
 lint: setup ## ruff and sqlfluff over the project (what pre-commit runs)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/sqlfluff lint
 
-docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080
-	$(VENV)/bin/dbt docs generate --project-dir . --profiles-dir profiles
-	$(VENV)/bin/dbt docs serve --project-dir . --profiles-dir profiles --host 127.0.0.1 --port 8080 --no-browser
+docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080 (DOCS_PORT)
+	$(VENV)/bin/dbt docs generate --project-dir . --profiles-dir profiles --target-path $(DOCS_TARGET)
+	$(VENV)/bin/dbt docs serve --project-dir . --profiles-dir profiles --target-path $(DOCS_TARGET) --host 127.0.0.1 --port $(DOCS_PORT) --no-browser
 
 thrift: setup ## Start a Spark Thrift Server on 127.0.0.1:10000 for `dbt build --target thrift`
 	bash scripts/thrift_server.sh start

@@ -12,18 +12,25 @@
           it replays the same slices again (replay is idempotent), and the view, which keeps no
           policy watermark of its own, re-sums them.
         Returns {'events': int, 'audited_events': int, 'policy_observed_at': 'yyyy-mm-dd
-        hh:mm:ss.ffffff' or none, 'has_checkpoint': bool}. Reads relations by name: they are downstream of their readers.
+        hh:mm:ss.ffffff' or none, 'has_checkpoint': bool}. Both relations are downstream of the
+        models that call this (back-edges): they are found with node_relation, not ref.
     -#}
     {%- set marks = {'events': 0, 'audited_events': 0, 'policy_observed_at': none, 'has_checkpoint': false} -%}
     {%- if not execute -%}
         {{ return(marks) }}
     {%- endif -%}
-    {%- set daily = adapter.get_relation(
-        database=none, schema=generate_schema_name('intermediate', none) | trim, identifier='int_merchant_daily_balances'
-    ) -%}
-    {%- set audit = adapter.get_relation(
-        database=none, schema=generate_schema_name(none, none) | trim, identifier='balance_invalidations'
-    ) -%}
+    {%- set daily = load_relation(node_relation('int_merchant_daily_balances')) -%}
+    {%- set audit = load_relation(node_relation('balance_invalidations')) -%}
+    {%- if daily is not none and audit is none -%}
+        {#- Only a first build stopped between the checkpoint and the audit leaves this state: with no
+            audited watermark, every observed version and every folded event is replayed and audited
+            again (replay is idempotent). -#}
+        {{ log(
+            "balance_watermarks: " ~ daily ~ " exists but " ~ node_relation('balance_invalidations')
+            ~ " does not (a first build stopped before its audit): replaying every observed version",
+            info=true
+        ) }}
+    {%- endif -%}
     {%- set parts = [] -%}
     {%- if daily is not none -%}
         {%- do marks.update({'has_checkpoint': true}) -%}

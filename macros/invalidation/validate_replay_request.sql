@@ -10,9 +10,8 @@
     {%- if request is none -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set snapshot_schema = generate_schema_name('snapshots', none) | trim -%}
-    {%- set merchants = adapter.get_relation(database=none, schema=snapshot_schema, identifier='snp_payledger__merchants') -%}
-    {%- set policies = adapter.get_relation(database=none, schema=snapshot_schema, identifier='snp_payledger__reserve_policies') -%}
+    {%- set merchants = load_relation(node_relation('snp_payledger__merchants')) -%}
+    {%- set policies = load_relation(node_relation('snp_payledger__reserve_policies')) -%}
     {%- if merchants is none or policies is none -%}
         {{ exceptions.raise_compiler_error("Manual replay needs the snapshots; run dbt build once first.") }}
     {%- endif -%}

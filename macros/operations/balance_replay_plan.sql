@@ -7,9 +7,13 @@
         Usage: dbt run-operation balance_replay_plan [--vars '{...}']
     -#}
     {%- do validate_replay_request() -%}
-    {%- set daily = adapter.get_relation(database=none, schema=generate_schema_name('intermediate', none) | trim, identifier='int_merchant_daily_balances') -%}
-    {%- if daily is none -%}
-        {{ log("No checkpoint yet: the next build is a full build of the balance view.", info=true) }}
+    {%- if load_relation(ref('int_merchant_daily_balances')) is none -%}
+        {{ log(
+            "Nothing has been built yet (no " ~ ref('int_merchant_daily_balances') ~ "): "
+            ~ "the next dbt build is a full build of the balance view, nothing to replay.",
+            info=true
+        ) }}
+        {{ log("PLAN_JSON []", info=true) }}
         {{ return([]) }}
     {%- endif -%}
     {%- set query -%}

@@ -18,7 +18,9 @@
 
 {%- set new_events_after = none %}
 {%- set replay_from = none %}
-{%- if execute %}
+{#- Read only once the slices exist: `dbt compile` and `dbt docs generate` work on an empty warehouse
+    (a run always builds the slices first). -#}
+{%- if execute and load_relation(ref('int_balance_slices_invalidated')) is not none %}
     {%- set bounds = run_query(
         "select max(case when cause = 'new_events' then after_ingest_seq end),"
         ~ " cast(min(case when cause != 'new_events' then from_date end) as string)"

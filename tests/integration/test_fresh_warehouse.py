@@ -1,0 +1,73 @@
+"""Every documented command works on an empty warehouse, right after `make setup`.
+
+`dbt compile`, `dbt ls --selector <each selector>`, `dbt docs generate`, `make docs` (generate and
+serve) and the two operations succeed before anything was built; the operations say plainly that
+nothing has been built yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from payledger.warehouse import project_relations
+from tests.processes import ROOT, Process, free_port
+
+pytestmark = pytest.mark.integration
+
+SELECTORS = [s["name"] for s in yaml.safe_load((ROOT / "selectors.yml").read_text())["selectors"]]
+
+
+def test_commands_work_on_an_empty_warehouse(dbt, warehouse):
+    assert project_relations(warehouse.spark) == {}
+    compiled = dbt("compile")
+    assert compiled.nodes, "dbt compile compiled nothing"
+    for selector in SELECTORS:
+        listed = dbt("ls", "--selector", selector, "--resource-type", "model")
+        assert listed.success
+    dbt("docs", "generate")
+    catalog = json.loads((dbt.artefacts / "target" / "catalog.json").read_text())
+    assert catalog["errors"] is None, catalog["errors"]
+
+    plan = dbt("run-operation", "balance_replay_plan")
+    assert plan.logged_json("PLAN_JSON") == []
+    assert any(m.startswith("Nothing has been built yet") for m in plan.messages), plan.messages
+    freshness = dbt("run-operation", "balance_freshness")
+    assert freshness.logged_json("FRESHNESS_JSON") == {"view_built": False}
+    assert any(m.startswith("Nothing has been built yet") for m in freshness.messages), freshness.messages
+    # None of it wrote a table.
+    assert all(not objects["tables"] for objects in project_relations(warehouse.spark).values())
+
+
+def _get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+
+
+@pytest.mark.slow
+def test_make_docs_generates_and_serves_the_site_on_a_fresh_warehouse(tmp_path):
+    port = free_port()
+    env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(tmp_path / "warehouse"), "DOCS_PORT": str(port), "DOCS_TARGET": str(tmp_path / "target")}
+    process = Process(["make", "docs"], env)
+    try:
+        deadline, page = time.monotonic() + 600, None
+        while page is None and time.monotonic() < deadline and process.popen.poll() is None:
+            time.sleep(2)
+            page = _get(f"http://127.0.0.1:{port}/index.html")
+        assert page is not None, f"make docs served nothing on port {port}: {process.lines[-30:]}"
+        assert b"dbt" in page
+        manifest = json.loads(_get(f"http://127.0.0.1:{port}/manifest.json") or b"{}")
+        assert "model.payledger.merchant_balance_current" in manifest.get("nodes", {})
+        assert Path(tmp_path / "target" / "catalog.json").is_file()
+    finally:
+        process.kill()
