@@ -5,12 +5,15 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.payledger-installed
-JARS := jars/iceberg-spark-runtime-3.5_2.12-1.10.2.jar jars/iceberg-shaded-jackson-2.15.2.jar
+# The table formats' jars, from Maven Central (pom.xml), checked against jars.sha256.
+JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
 export PAYLEDGER_HOME := $(CURDIR)
 
 .PHONY: help setup demo test soak lint docs thrift bench clean
 
 PYTEST_ARGS ?=
+# The table format of soak and bench runs (make test runs both formats).
+FORMAT ?= delta
 DOCS_PORT ?= 8080
 DOCS_TARGET ?= target
 EVENTS ?= 30000000
@@ -19,7 +22,7 @@ MERCHANTS ?= 50000
 help: ## List the tasks
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-setup: $(STAMP) $(JARS) ## Install Java tools (apt), .venv (pip) and the Iceberg jars; idempotent
+setup: $(STAMP) $(JARS) ## Install Java, Maven, Chromium (apt), .venv (pip) and the Delta and Iceberg jars (Maven); idempotent
 
 $(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_packages.sh
 	bash scripts/install_system_packages.sh
@@ -29,17 +32,25 @@ $(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_
 	$(PY) -m pip install --quiet --no-deps -e python_helpers
 	touch $(STAMP)
 
-$(JARS) &: $(STAMP) scripts/build_jars.sh
-	bash scripts/build_jars.sh
+$(JARS) &: pom.xml jars.sha256 $(STAMP)
+	rm -rf jars
+	mvn -B -q -C dependency:copy-dependencies -DoutputDirectory=jars
+	cd jars && sha256sum --check --strict ../jars.sha256
+	test "$$(ls jars | wc -l)" -eq "$$(wc -l < jars.sha256)" || { echo "jars/ holds jars that jars.sha256 does not list" >&2; exit 1; }
+	touch $(JARS)
 
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo
 
-test: setup ## Run the whole test suite in a shuffled order (PYTEST_ARGS="--randomly-seed=N" replays one)
-	$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25 $(PYTEST_ARGS)
+test: setup ## Run the whole suite on Delta, then the both_formats tests on Iceberg (shuffled; PYTEST_ARGS="--randomly-seed=N" replays)
+	status=0; \
+	PAYLEDGER_FORMAT=delta $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25 $(PYTEST_ARGS) || status=1; \
+	PAYLEDGER_FORMAT=iceberg PAYLEDGER_EXAMPLES=1 PAYLEDGER_KILLS=4 \
+		$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 10 -m both_formats $(PYTEST_ARGS) || status=1; \
+	exit $$status
 
-soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1)
-	PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
+soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
+	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
 
 lint: setup ## ruff and sqlfluff over the project (what pre-commit runs)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/sqlfluff lint
@@ -51,8 +62,8 @@ docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080 
 thrift: setup ## Start a Spark Thrift Server on 127.0.0.1:10000 for `dbt build --target thrift`
 	bash scripts/thrift_server.sh start
 
-bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000); writes target/bench.json
-	$(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)
+bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000 FORMAT=delta|iceberg); writes target/bench.json
+	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)
 
 clean: ## Remove the warehouse, generated data and dbt artefacts (keeps .venv and jars)
 	rm -rf warehouse data target logs

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs what pip cannot: a Java runtime for Spark, Debian's jarjar (rebuilds Iceberg's shaded
-# Jackson, see scripts/build_jars.sh) and headless Chromium with its WebDriver (the docs browser test).
+# Installs what pip cannot: a Java runtime for Spark, Maven (fetches the Delta and Iceberg jars of
+# pom.xml from Maven Central) and headless Chromium with its WebDriver (the docs browser test).
 # Idempotent; needs root (or sudo) only when something is missing.
 set -euo pipefail
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-[ -f /usr/share/java/jarjar.jar ] || missing+=(libjarjar-java)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 [ ${#missing[@]} -eq 0 ] && exit 0
