@@ -2,7 +2,8 @@
     {#-
         The watermarks the balance models have consumed, read at execution time:
         - events: the events folded into int_merchant_daily_balances, the greater of its max
-          source_watermark (ingest_seq; see _checkpoint_events_watermark) and
+          source_watermark (ingest_seq, from file statistics: column_max_from_file_stats; a day's row
+          is only ever replaced by one with an equal or greater source_watermark) and
           balance_invalidations' events_watermark;
         - audited_events: balance_invalidations' events_watermark alone (0 without an audit): the
           new_events slice starts there, so events folded by a run killed before its audit are
@@ -35,7 +36,7 @@
     {%- if daily is not none -%}
         {%- do marks.update({'has_checkpoint': true}) -%}
         {%- do parts.append(
-            "select " ~ _checkpoint_events_watermark(daily)
+            "select " ~ column_max_from_file_stats(daily, 'source_watermark')
             ~ " as events, cast(null as bigint) as audited_events, cast(null as timestamp) as observed"
         ) -%}
     {%- endif -%}
@@ -57,23 +58,4 @@
         {%- do marks.update({'events': row[0] | int, 'audited_events': row[1] | int, 'policy_observed_at': row[2]}) -%}
     {%- endif -%}
     {{ return(marks) }}
-{%- endmacro %}
-
-
-{% macro _checkpoint_events_watermark(daily) -%}
-    {#-
-        Private. max(source_watermark) of the checkpoint `daily` as a literal, read from the upper
-        bounds of its live data files (Iceberg metadata) instead of a scan of the whole table; a
-        scan only if some file has no bound. The bounds cover rows deleted by later MERGEs too, and
-        that is exact here: a day's row is only ever replaced by one with an equal or greater
-        source_watermark (events are never un-accepted).
-    -#}
-    {%- set bounds = run_query(
-        "select count(*) - count(readable_metrics.source_watermark.upper_bound),"
-        ~ " max(readable_metrics.source_watermark.upper_bound) from " ~ daily ~ ".data_files"
-    ).rows[0] -%}
-    {%- if bounds[0] == 0 -%}
-        {{- return(bounds[1] | int if bounds[1] is not none else 0) -}}
-    {%- endif -%}
-    {{- return(run_query("select coalesce(max(source_watermark), 0) from " ~ daily).rows[0][0] | int) -}}
 {%- endmacro %}

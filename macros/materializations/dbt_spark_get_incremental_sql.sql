@@ -1,9 +1,10 @@
 {#-
     Overrides dbt-spark's incremental dispatcher (a root-project macro of the same name takes
-    precedence):
+    precedence; written against dbt-spark 1.11.0, whose macro it calls for the SQL itself):
     - the new rows of an append or merge are computed once: they are cached, and the emptiness
       check, the merge's date list and the write all read the cache;
-    - an append or merge whose new rows are empty commits nothing: no Iceberg snapshot, no metadata
+    - an append or merge whose new rows are empty commits nothing: no Delta version or Iceberg
+      snapshot, no metadata
       file;
     - a merge into a model with `meta: {merge_pruning_date_column: <date column>}` gets one more
       predicate, `DBT_INTERNAL_DEST.<column> in (<the dates among the new rows>)`, as literals: the

@@ -8,7 +8,9 @@ Measures, in one process and one Spark session with the UI on loopback (for SQL 
 Execution seconds are the sum of ``execution_time`` of model and snapshot nodes in dbt's run results
 (P: the job's own wall time); canonical event rows read are the "number of output rows" of Spark's
 scans of the canonical events table (and, reported apart, of the landing table), from the Spark UI's
-SQL REST API; records written are the ``added-records`` of the view's Iceberg commits.
+SQL REST API; records written are the rows written by the view's commits (Delta ``numTargetRowsInserted
++ numTargetRowsUpdated``, Iceberg ``added-records``: ``formats.table_commits``). Runs on the session's
+table format (``make bench FORMAT=delta|iceberg``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from rich.table import Table
 
 from payledger.contract import POLICY_FILE_SCHEMA
 from payledger.dbt import DbtInvocation, run_dbt
+from payledger.formats import rows_written, session_format, table_commits
 from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
-from payledger.warehouse import VIEW, drop_project_schemas, records_added, table_commits
+from payledger.warehouse import VIEW, drop_project_schemas
 
 CANONICAL = "int_payment_events_classified"
 CHECKPOINT = "int_merchant_daily_balances"
@@ -130,7 +133,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         checkpoint += metrics.rows_read(first, CHECKPOINT)
     after = table_commits(spark, VIEW)
     # A full refresh replaces the table: count what its last commit wrote.
-    written = records_added(after[commits:]) if len(after) > commits else records_added(after[-1:])
+    written = rows_written(after[commits:]) if len(after) > commits else rows_written(after[-1:])
     return Phase(name, seconds, canonical, landing, written, by_node, checkpoint)
 
 
@@ -178,7 +181,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
     first = metrics.last_id()
     started = time.monotonic()
     spark.sql("drop table if exists payledger.peer_balances")
-    spark.sql(f"create table payledger.peer_balances using iceberg as {PEER_SQL}")
+    spark.sql(f"create table payledger.peer_balances using {session_format(spark)} as {PEER_SQL}")
     seconds = time.monotonic() - started
     differing = spark.sql(
         f"select count(*) as n from payledger.peer_balances p full outer join {VIEW} v "

@@ -129,7 +129,11 @@ def build_command(wait_s: float, dbt_args: tuple[str, ...]) -> None:
 @click.option("--port", type=int, default=10000, show_default=True)
 @click.option("--standalone", is_flag=True, help="Also start a standalone master and worker (bin/spark-class) and submit to them.")
 def thrift_command(action: str, port: int, standalone: bool) -> None:
-    """Start, stop or inspect a Spark Thrift Server on 127.0.0.1 for `dbt ... --target thrift`."""
+    """Start, stop or inspect a Spark Thrift Server on 127.0.0.1 for `dbt ... --target thrift`.
+
+    The server's table format is PAYLEDGER_FORMAT's (delta, the default, or iceberg); set it for
+    dbt too.
+    """
     from payledger import thrift
 
     try:

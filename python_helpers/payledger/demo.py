@@ -19,10 +19,11 @@ from rich.table import Table
 
 from payledger.contract import POLICY_FILE_SCHEMA
 from payledger.dbt import DbtInvocation, run_dbt
+from payledger.formats import rows_written, session_format, table_commits
 from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
-from payledger.warehouse import RECONCILIATION_FAILURES, VIEW, drop_project_schemas, records_added, table_commits
+from payledger.warehouse import RECONCILIATION_FAILURES, VIEW, drop_project_schemas
 
 
 @dataclass
@@ -45,7 +46,7 @@ def _build(console: Console, spark, name: str) -> Step:
     build = run_dbt("build")
     seconds = time.monotonic() - started
     after = table_commits(spark, VIEW)
-    step = Step(name, build, records_added(after[len(before) :]), seconds)
+    step = Step(name, build, rows_written(after[len(before) :]), seconds)
     console.print(f"[bold]{name}[/]: dbt build {'ok' if build.success else 'FAILED'} in {seconds:.1f}s, {step.records_written} view records written")
     errors = [line for line in build.failures() if not line.startswith("test.")]
     if build.exception is not None or errors:
@@ -137,6 +138,6 @@ def _summary(console: Console, spark, steps: list[Step], warehouse: Path) -> boo
     for node in sorted(steps[0].build.timings()):
         timings.add_row(node, *(f"{s.build.timings().get(node, 0.0):.2f}" for s in steps))
     console.print(timings)
-    console.print(f"Warehouse: {warehouse} (Iceberg tables under iceberg/, Derby metastore in metastore_db/)")
+    console.print(f"Warehouse: {warehouse} ({session_format(spark)} tables in {spark.conf.get('spark.sql.warehouse.dir')}, Derby metastore beside it)")
     console.print(f"Generated files: {PROJECT_ROOT / 'data' / 'demo'}; dbt artefacts: {PROJECT_ROOT / 'target'}")
     return reconciled

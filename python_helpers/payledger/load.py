@@ -21,6 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from payledger.contract import LANDING_TABLES, LOAD_LOG, LOAD_LOG_COLUMNS, RAW_SCHEMA
+from payledger.formats import session_format
 
 ROW_COLUMN = "_file_row"
 
@@ -116,13 +117,14 @@ def _load_lock(warehouse: Path) -> Iterator[None]:
 def ensure_landing_tables(spark) -> None:
     """Create schema ``payledger_raw``, its three landing tables and ``load_log`` when they do not exist.
 
-    No ``using`` clause: the table format is the target catalog's (Iceberg on ``local``, Delta Lake
-    on ``delta`` through ``spark.sql.sources.default``), as configured in profiles/profiles.yml.
+    The tables are in the session's table format (``formats.session_format``: Delta Lake on target
+    ``local``, Iceberg on ``iceberg``), like every table dbt writes there.
     """
+    using = session_format(spark)
     spark.sql(f"create database if not exists {RAW_SCHEMA}")
     for table, (columns, _, _) in LANDING_TABLES.items():
-        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns})")
-    spark.sql(f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG} ({LOAD_LOG_COLUMNS})")
+        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns}) using {using}")
+    spark.sql(f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG} ({LOAD_LOG_COLUMNS}) using {using}")
 
 
 def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> None:

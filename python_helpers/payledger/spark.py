@@ -37,23 +37,33 @@ def default_warehouse() -> Path:
     return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))
 
 
+def _profile() -> dict[str, Any]:
+    project_environment()
+    return yaml.safe_load(PROFILES_PATH.read_text())["payledger"]
+
+
+def _render(value: Any) -> str:
+    """A profile value rendered with dbt's ``env_var`` semantics."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.globals["env_var"] = _env_var
+    return env.from_string(str(value)).render()
+
+
 def default_target() -> str:
-    """The dbt target the CLI uses: ``$PAYLEDGER_TARGET`` or ``local`` (as in profiles.yml)."""
-    return os.environ.get("PAYLEDGER_TARGET", "local")
+    """The dbt target the CLI uses: the profile's default, rendered as dbt renders it
+    (``$PAYLEDGER_TARGET``, else ``iceberg`` when ``PAYLEDGER_FORMAT=iceberg``, else ``local``)."""
+    return _render(_profile()["target"])
 
 
 def spark_conf(target: str | None = None) -> dict[str, str]:
     """Return the Spark configuration of a dbt profile target as ``{key: value}`` strings.
 
-    Source: ``profiles/profiles.yml``, output ``target``, key ``server_side_parameters``, rendered
-    with dbt's ``env_var`` semantics. Raises ``KeyError`` if the target does not exist.
+    Source: ``profiles/profiles.yml``, output ``target`` (default: ``default_target()``), key
+    ``server_side_parameters``, rendered with dbt's ``env_var`` semantics. Raises ``KeyError`` if
+    the target does not exist.
     """
-    project_environment()
-    profile = yaml.safe_load(PROFILES_PATH.read_text())["payledger"]["outputs"]
-    params: dict[str, Any] = profile[target or default_target()].get("server_side_parameters", {})
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.globals["env_var"] = _env_var
-    return {key: env.from_string(str(value)).render() for key, value in params.items()}
+    params: dict[str, Any] = _profile()["outputs"][target or default_target()].get("server_side_parameters", {})
+    return {key: _render(value) for key, value in params.items()}
 
 
 def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession

@@ -2,16 +2,19 @@
 
 The pip distribution ships the ``spark-hive-thriftserver`` jar but no ``sbin/start-thriftserver.sh``:
 ``start`` runs ``spark-submit --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-spark-internal`` itself, with the Spark configuration of the ``local`` profile target (same Iceberg
-catalog, same warehouse), the Iceberg jars on the driver class path, and the server bound to
-127.0.0.1. With ``standalone=True`` it first starts ``bin/spark-class`` Master and Worker on
-127.0.0.1 and submits to ``spark://127.0.0.1:7077``. Processes, pid files and logs live in
+spark-internal`` itself, in the table format ``PAYLEDGER_FORMAT`` names (``delta``, the default, or
+``iceberg``): with the Spark configuration of the embedded target of that format (``local`` or
+``iceberg``: same catalog, same warehouse), that format's jars on the driver class path, and the
+server bound to 127.0.0.1; ``dbt --target thrift`` reads the same variable for its tables'
+format. With ``standalone=True`` it first starts ``bin/spark-class`` Master and Worker on 127.0.0.1
+and submits to ``spark://127.0.0.1:7077``. Processes, pid files and logs live in
 ``<warehouse>/thrift/``. The warehouse's embedded Derby metastore admits one JVM: while the server
-runs, use ``--target thrift`` (not the embedded ``local`` target, nor ``payledger load``) on it.
+runs, use ``--target thrift`` (not an embedded target, nor ``payledger load``) on it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import socket
@@ -22,6 +25,8 @@ from pathlib import Path
 from payledger.spark import PROJECT_ROOT, default_warehouse, project_environment, spark_conf
 
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+#: The embedded profile target whose Spark configuration a server of each format runs with.
+FORMAT_TARGETS = {"delta": "local", "iceberg": "iceberg"}
 MASTER_PORT = 7077
 PROCESSES = ("thrift", "worker", "master")  # stop order
 
@@ -71,8 +76,18 @@ def _wait_for_port(name: str, port: int, timeout_s: float) -> None:
         time.sleep(1)
 
 
+def server_format() -> str:
+    """The table format a server is started in: ``$PAYLEDGER_FORMAT`` (``delta`` or ``iceberg``),
+    default ``delta``. Raises ``ThriftError`` for any other value."""
+    fmt = os.environ.get("PAYLEDGER_FORMAT", "delta")
+    if fmt not in FORMAT_TARGETS:
+        raise ThriftError(f"PAYLEDGER_FORMAT must be one of {sorted(FORMAT_TARGETS)}, got {fmt!r}")
+    return fmt
+
+
 def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -> dict[str, int]:
-    """Start the Thrift Server on 127.0.0.1:``port`` (and a standalone cluster first if asked).
+    """Start the Thrift Server on 127.0.0.1:``port`` (and a standalone cluster first if asked), in
+    the format ``server_format()`` names.
 
     Returns ``{process name: pid}``. Raises ``ThriftError`` if a port is taken or a process does not
     come up within ``timeout_s`` seconds (the log's path is in the message).
@@ -81,11 +96,14 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     if _port_open(port):
         raise ThriftError(f"127.0.0.1:{port} is already in use (is a server running? `payledger thrift stop`)")
     home = spark_home()
-    conf = spark_conf("local")
-    jars = [str(PROJECT_ROOT / "jars" / name) for name in sorted(os.listdir(PROJECT_ROOT / "jars")) if name.endswith(".jar")]
+    fmt = server_format()
+    conf = spark_conf(FORMAT_TARGETS[fmt])
+    jars = sorted(path for pattern in conf.pop("spark.jars", "").split(",") if pattern for path in glob.glob(pattern))
+    if not jars:
+        raise ThriftError(f"no {fmt} jars in {PROJECT_ROOT / 'jars'}: run make setup")
+    (_state_dir() / "format").write_text(fmt)
     pids = {}
     master = conf.pop("spark.master", "local[*]")
-    conf.pop("spark.jars", None)
     if standalone:
         pids["master"] = _spawn(
             "master",
@@ -151,7 +169,8 @@ def stop() -> list[str]:
 
 
 def status(port: int = 10000) -> dict[str, object]:
-    """Which processes have pid files and are alive, and whether the Thrift port answers."""
+    """Which processes have pid files and are alive, whether the Thrift port answers, and the format
+    the server was last started in."""
     alive = {}
     for name in PROCESSES:
         pid_file = _state_dir() / f"{name}.pid"
@@ -162,4 +181,5 @@ def status(port: int = 10000) -> dict[str, object]:
                 alive[name] = pid
             except ProcessLookupError:
                 pass
-    return {"processes": alive, "thrift_port_open": _port_open(port)}
+    fmt_file = _state_dir() / "format"
+    return {"processes": alive, "thrift_port_open": _port_open(port), "format": fmt_file.read_text() if fmt_file.exists() else None}

@@ -1,8 +1,6 @@
-"""Reading and resetting the project's Iceberg warehouse."""
+"""Listing and resetting the project's warehouse (either table format)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 VIEW = "payledger.merchant_balance_current"
 RECONCILIATION_FAILURES = "payledger_audit.merchant_balance_reconciliation_failures"
@@ -27,7 +25,7 @@ def project_relations(spark) -> dict[str, dict[str, list[str]]]:
 def drop_project_schemas(spark) -> list[str]:
     """Drop every schema whose name starts with ``payledger`` with its views and tables (purged).
 
-    Iceberg's HiveCatalog refuses ``DROP ... CASCADE``, so objects are dropped one by one. Returns the
+    Objects are dropped one by one (Iceberg's HiveCatalog refuses ``DROP ... CASCADE``). Returns the
     schemas dropped. Destructive: snapshots' history goes too. Used by the demo and the tests only.
     """
     relations = project_relations(spark)
@@ -38,19 +36,3 @@ def drop_project_schemas(spark) -> list[str]:
             spark.sql(f"drop table if exists {name}.{table} purge")
         spark.sql(f"drop database if exists {name}")
     return list(relations)
-
-
-def table_commits(spark, table: str) -> list[dict[str, Any]]:
-    """The Iceberg snapshots of ``table``, oldest first: snapshot_id, parent_id, operation, summary.
-
-    ``summary`` is Iceberg's string map (``added-records``, ``added-position-deletes``, ...).
-    Empty when the table does not exist yet.
-    """
-    if not spark.catalog.tableExists(table):
-        return []
-    return [r.asDict() for r in spark.sql(f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at").collect()]
-
-
-def records_added(commits: list[dict[str, Any]]) -> int:
-    """Records physically written by these commits (sum of ``added-records``)."""
-    return sum(int(c["summary"].get("added-records", "0")) for c in commits)

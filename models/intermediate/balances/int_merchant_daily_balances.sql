@@ -8,12 +8,7 @@
         on_schema_change='fail',
         partition_by=['balance_date'],
         meta={'merge_pruning_date_column': 'balance_date'},
-        tblproperties={
-            'format-version': '2',
-            'write.merge.mode': 'merge-on-read',
-            'write.update.mode': 'merge-on-read',
-            'write.delete.mode': 'merge-on-read',
-        },
+        tblproperties=merge_on_read_tblproperties(),
     )
 }}
 

@@ -9,12 +9,7 @@
         incremental_strategy='merge',
         unique_key=['merchant_id', 'currency'],
         on_schema_change='fail',
-        tblproperties={
-            'format-version': '2',
-            'write.merge.mode': 'merge-on-read',
-            'write.update.mode': 'merge-on-read',
-            'write.delete.mode': 'merge-on-read',
-        },
+        tblproperties=merge_on_read_tblproperties(),
     )
 }}
 

@@ -1,0 +1,117 @@
+"""What differs between the two table formats (Delta Lake, Apache Iceberg), for the Python side.
+
+The SQL side has its twin in ``macros/formats/``. The format of a Spark session is read from the
+session itself (the class that owns ``spark_catalog``), so nothing here repeats the rule that picks
+a target's format (``dbt_project.yml``, var ``table_format``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DELTA = "delta"
+ICEBERG = "iceberg"
+FORMATS = (DELTA, ICEBERG)
+
+_CATALOG_CLASSES = {
+    "org.apache.spark.sql.delta.catalog.DeltaCatalog": DELTA,
+    "org.apache.iceberg.spark.SparkCatalog": ICEBERG,
+}
+
+
+class FormatError(RuntimeError):
+    """The session's ``spark_catalog`` is neither Delta's nor Iceberg's."""
+
+
+def session_format(spark) -> str:
+    """``"delta"`` or ``"iceberg"``: the format of the tables this session's ``spark_catalog`` holds.
+
+    Raises ``FormatError`` for any other catalog (the project's profiles configure one of the two).
+    """
+    catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "")
+    try:
+        return _CATALOG_CLASSES[catalog]
+    except KeyError:
+        raise FormatError(f"spark_catalog is {catalog or 'unset'!r}; expected Delta's DeltaCatalog or Iceberg's SparkCatalog") from None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a table, in terms both formats share.
+
+    ``version``: Delta's table version or Iceberg's snapshot id; ``parent``: the version it was made
+    on (Delta ``readVersion``, Iceberg ``parent_id``; None for the first); ``operation``: the
+    format's own name (``MERGE``, ``WRITE``, ``overwrite``, ``append``, ...); ``kind``: ``create``
+    (the table's first commit), ``replace`` (a later create-or-replace: the table's content was
+    replaced, not changed), ``merge``, ``append`` or ``other``; ``rows_written``:
+    rows physically written (Delta ``numTargetRowsInserted + numTargetRowsUpdated`` for a MERGE,
+    ``numOutputRows`` otherwise; Iceberg ``added-records``); ``deletes_in_place``: row deletes
+    recorded without rewriting data files (Delta deletion vectors added, Iceberg position deletes
+    added): a merge-on-read commit has some; ``metrics``: the raw metrics map.
+    """
+
+    version: int
+    parent: int | None
+    operation: str
+    kind: str
+    rows_written: int
+    deletes_in_place: int
+    metrics: dict[str, str]
+
+
+def table_commits(spark, table: str) -> list[Commit]:
+    """The commits of ``table`` (``schema.name``), oldest first; empty when it does not exist.
+
+    Delta: ``DeltaTable.history()`` (``DESCRIBE HISTORY``); Iceberg: the ``snapshots`` metadata table.
+    """
+    if not spark.catalog.tableExists(table):
+        return []
+    if session_format(spark) == DELTA:
+        from delta.tables import DeltaTable
+
+        history = DeltaTable.forName(spark, table).history().orderBy("version").collect()
+        return [_delta_commit(row.asDict()) for row in history]
+    rows = spark.sql(f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at").collect()
+    return [_iceberg_commit(row.asDict(), first=index == 0) for index, row in enumerate(rows)]
+
+
+_DELTA_KINDS = {"MERGE": "merge", "WRITE": "append", "CREATE TABLE AS SELECT": "create", "CREATE TABLE": "create"}
+
+
+def _delta_commit(row: dict[str, Any]) -> Commit:
+    metrics = dict(row["operationMetrics"] or {})
+
+    def metric(name: str) -> int:
+        return int(metrics.get(name, "0"))
+
+    operation = row["operation"]
+    kind = _DELTA_KINDS.get(operation, "other")
+    if "REPLACE" in operation:
+        kind = "create" if row["version"] == 0 else "replace"
+    written = metric("numTargetRowsInserted") + metric("numTargetRowsUpdated") if operation == "MERGE" else metric("numOutputRows")
+    return Commit(row["version"], row["readVersion"], operation, kind, written, metric("numTargetDeletionVectorsAdded"), metrics)
+
+
+def _iceberg_commit(row: dict[str, Any], first: bool) -> Commit:
+    summary = dict(row["summary"] or {})
+    if first:
+        kind = "create"
+    elif row["parent_id"] is None:
+        kind = "replace"  # a create-or-replace starts a new line of snapshots
+    else:
+        kind = {"append": "append", "overwrite": "merge"}.get(row["operation"], "other")
+    return Commit(
+        row["snapshot_id"],
+        row["parent_id"],
+        row["operation"],
+        kind,
+        int(summary.get("added-records", "0")),
+        int(summary.get("added-position-deletes", "0")),
+        summary,
+    )
+
+
+def rows_written(commits: list[Commit]) -> int:
+    """Rows physically written by these commits (sum of ``rows_written``)."""
+    return sum(commit.rows_written for commit in commits)
