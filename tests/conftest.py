@@ -26,9 +26,18 @@ os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
 os.environ.setdefault("PAYLEDGER_ADAPTIVE", "false")
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+# The one switch between the table formats: PAYLEDGER_FORMAT=delta (default) or iceberg picks the
+# default dbt target (profiles.yml), the CLI's Spark session and the Thrift Server's format.
+FORMAT = os.environ.setdefault("PAYLEDGER_FORMAT", "delta")
+if FORMAT not in ("delta", "iceberg"):
+    raise pytest.UsageError(f"PAYLEDGER_FORMAT must be delta or iceberg, got {FORMAT!r}")
 
 from payledger.warehouse import drop_project_schemas  # noqa: E402
 from tests.support import DbtProject, Landing  # noqa: E402
+
+
+def pytest_report_header(config) -> str:
+    return f"payledger table format: {FORMAT} (PAYLEDGER_FORMAT)"
 
 
 def pytest_sessionfinish(session, exitstatus):

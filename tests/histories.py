@@ -22,10 +22,11 @@ from tests.reference import EVENT_TYPES
 
 SOAK = os.environ.get("PAYLEDGER_SOAK") == "1"
 # `make test` (fixed seeds) and `make soak`: examples x lanes histories, each with BATCHES builds.
-EXAMPLES = 12 if SOAK else 3
+# PAYLEDGER_EXAMPLES and PAYLEDGER_KILLS override the counts (make test's run on the second format).
+EXAMPLES = int(os.environ.get("PAYLEDGER_EXAMPLES", 12 if SOAK else 3))
 LANES = 25 if SOAK else 9
 BATCHES = 3
-KILLS = 50 if SOAK else 10
+KILLS = int(os.environ.get("PAYLEDGER_KILLS", 50 if SOAK else 10))
 
 START = dt.date(2026, 1, 1)
 DAYS = 90

@@ -1,6 +1,7 @@
 """The balance view end to end: incremental MERGE commits, snapshots, reconciliation, rejects.
 
-Every test builds the real project with dbt against the embedded Spark and Iceberg warehouse.
+Every test builds the real project with dbt against the embedded Spark warehouse, in the format the
+test run was given (PAYLEDGER_FORMAT).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from decimal import Decimal
 
 import pytest
 
-from payledger.warehouse import VIEW, table_commits
+from payledger.formats import table_commits
+from payledger.warehouse import VIEW
 from tests.support import History, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
@@ -24,38 +26,43 @@ def seed_reference_data(warehouse) -> None:
     warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
 
 
-def test_second_run_is_a_merge_commit_on_the_same_iceberg_table(dbt, warehouse):
+@pytest.mark.both_formats
+def test_second_run_is_a_merge_commit_on_the_same_table(dbt, warehouse):
     seed_reference_data(warehouse)
+    # Enough keys that each data file of the view holds several rows: a MERGE that changes one row
+    # then deletes it in place instead of dropping a whole one-row file.
+    others = [event(f"o{i}", f"x{i}", "capture_settled", "1.00", "2026-03-01 09:00:00") for i in range(12)]
     warehouse.load(
         "payment_events",
         [
             event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"),
             event("e2", "m2", "capture_settled", "50.00", "2026-03-01 11:00:00"),
             event("e3", "m1", "capture_settled", "10.00", "2026-03-01 12:00:00", currency="EUR"),
+            *others,
         ],
     )
     first = dbt("build")
     before = view_rows(warehouse)
     first_snapshots = view_snapshots(warehouse)
-    assert len(before) == 3
+    assert len(before) == 3 + len(others)
 
     warehouse.load("payment_events", [event("e4", "m1", "funds_released", "100.00", "2026-03-03 10:00:00")])
     second = dbt("build")
     after = view_rows(warehouse)
     snapshots = view_snapshots(warehouse)
 
-    # Same table, linear history: the second run appended a commit whose parent is the first run's.
-    assert snapshots[: len(first_snapshots)] == first_snapshots, "earlier snapshots were lost: table replaced"
+    # Same table, linear history: the second run added one MERGE commit made on the first run's.
+    assert snapshots[: len(first_snapshots)] == first_snapshots, "earlier commits were lost: table replaced"
     new = snapshots[len(first_snapshots) :]
     assert len(new) == 1, f"one commit per incremental run expected, got {len(new)}"
-    assert new[0]["parent_id"] == first_snapshots[-1]["snapshot_id"]
-    assert new[0]["operation"] == "overwrite", new[0]
-    # Merge-on-read MERGE: one changed row written, one position delete; the untouched rows stay put.
-    assert new[0]["summary"]["added-records"] == "1", new[0]["summary"]
-    assert new[0]["summary"].get("added-position-deletes") == "1", new[0]["summary"]
-    assert new[0]["summary"]["total-records"] == "4"  # 3 live rows + the replaced version of one
+    assert new[0].parent == first_snapshots[-1].version
+    assert new[0].kind == "merge", new[0]
+    # Merge-on-read MERGE: one changed row written, its old version deleted in place (Delta deletion
+    # vector, Iceberg position delete); the untouched rows stay put.
+    assert new[0].rows_written == 1, new[0]
+    assert new[0].deletes_in_place >= 1, new[0]
     assert after[("m1", "USD")]["written_by_invocation_id"] != before[("m1", "USD")]["written_by_invocation_id"]
-    for key in [("m2", "USD"), ("m1", "EUR")]:
+    for key in [key for key in before if key != ("m1", "USD")]:
         assert after[key] == before[key], f"{key} was rewritten although none of its input changed"
     assert after[("m1", "USD")]["available_balance"] == Decimal("90.00")
     assert after[("m1", "USD")]["reserve_hold"] == Decimal("10.00")
@@ -64,10 +71,43 @@ def test_second_run_is_a_merge_commit_on_the_same_iceberg_table(dbt, warehouse):
     # A build with nothing new writes no row.
     dbt("build")
     assert view_rows(warehouse) == after
-    idle = view_snapshots(warehouse)[len(snapshots) :]
-    assert all(s["summary"].get("added-records", "0") == "0" for s in idle), idle
+    assert view_snapshots(warehouse) == snapshots, "an idle build committed to the view"
 
 
+INCREMENTAL_TABLES = (
+    "payledger_intermediate.int_payment_events_classified",
+    "payledger.payment_event_rejects",
+    "payledger_intermediate.int_merchant_daily_balances",
+    "payledger.merchant_balance_current",
+    "payledger.balance_invalidations",
+    "payledger_snapshots.snp_payledger__reserve_policies",
+    "payledger_snapshots.snp_payledger__merchants",
+)
+
+
+@pytest.mark.both_formats
+def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt, warehouse):
+    """From each table's own commit history: a later run merges or appends, never replaces."""
+    seed_reference_data(warehouse)
+    warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
+    dbt("build")
+    before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
+    assert all(before.values()), before
+    # Something for every model and snapshot to write: events (one bad), a policy change, a move.
+    warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
+    warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
+    warehouse.load("merchants", [merchant("m2", "retail", "2026-02-15")])
+    dbt("build")
+    for table, earlier in before.items():
+        commits = table_commits(warehouse.spark, table)
+        assert commits[: len(earlier)] == earlier, f"{table}: earlier commits lost or rewritten"
+        new = commits[len(earlier) :]
+        assert new, f"{table}: the second run wrote nothing"
+        assert {commit.kind for commit in new} <= {"merge", "append"}, f"{table}: {[(c.operation, c.kind) for c in new]}"
+        assert new[0].parent == earlier[-1].version, f"{table}: the new commit is not made on the last one"
+
+
+@pytest.mark.both_formats
 def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
     seed_reference_data(warehouse)
     warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])

@@ -19,7 +19,7 @@ from payledger.warehouse import drop_project_schemas
 from tests import histories
 from tests.support import History, Landing, assert_history_kept, snapshot_history
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_formats]
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from payledger.warehouse import VIEW, project_relations, table_commits
+from payledger.formats import table_commits
+from payledger.warehouse import VIEW, project_relations
 from tests.support import event, merchant, policy, rewritten, view_rows
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_formats]
 
 AUDIT = "payledger.balance_invalidations"
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
@@ -76,7 +77,7 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     assert rewritten(before, after) == {("r1", "USD")}
     assert after[("r1", "USD")]["reserve_hold"] == Decimal("10.00") + Decimal("12.00")
     new_commits = table_commits(warehouse.spark, VIEW)[commits:]
-    assert len(new_commits) == 1 and new_commits[0]["summary"]["added-records"] == "1"
+    assert len(new_commits) == 1 and new_commits[0].rows_written == 1, new_commits
     rows = audit(warehouse, run.invocation_id)
     assert [(r["cause"], r["segment"], str(r["from_date"]), r["keys_affected"], r["rows_rewritten"]) for r in rows] == [
         ("policy_change", "retail", "2026-04-01", 2, 1)  # r1 USD and r2 USD have days in the slice
@@ -119,7 +120,7 @@ def test_a_build_stopped_after_the_checkpoint_is_caught_up_and_audited_by_the_ne
 
 
 def all_commits(warehouse) -> dict[str, list[dict]]:
-    """Iceberg snapshots of every project table, by table name."""
+    """The commits of every project table, by table name."""
     tables = [f"{schema}.{t}" for schema, objects in project_relations(warehouse.spark).items() for t in objects["tables"]]
     return {table: table_commits(warehouse.spark, table) for table in tables}
 
@@ -131,7 +132,7 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     run = dbt("build")
     assert view_rows(warehouse) == before
     assert audit(warehouse, run.invocation_id) == []
-    # Not even an empty snapshot on the incremental models, the snapshots and the audit. dbt rebuilds
+    # Not even an empty commit on the incremental models, the snapshots and the audit. dbt rebuilds
     # four tables on every build by design (derived state, no history to keep): the seed, the two
     # `table`-materialized slice models and the reconciliation test's failure table.
     rebuilt = {

@@ -1,9 +1,10 @@
 """The `thrift` target: the same project through a Spark Thrift Server yields the same balances.
 
-Two warehouses get the same landing files. One is built by the embedded `local` target; on the other
-`payledger thrift start` runs a Thrift Server from the pip pyspark (spark-submit, Iceberg jars on the
-driver class path, 127.0.0.1) and `dbt build --target thrift` builds through it (PyHive). The view
-is then read through the server and compared with the local build key by key. A second test starts
+Two warehouses get the same landing files. One is built by the embedded target of the run's format
+(PAYLEDGER_FORMAT); on the other `payledger thrift start` runs a Thrift Server of the same format from
+the pip pyspark (spark-submit, that format's jars on the driver class path, 127.0.0.1) and
+`dbt build --target thrift` builds through it (PyHive). The view is then read through the server and
+compared with the embedded build key by key. A second test starts
 the server on a standalone master and worker (`--standalone`) and checks that the worker ran the
 query and the totals match the local build.
 """
@@ -22,6 +23,7 @@ from tests.support import History, merchant, policy
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
+@pytest.mark.both_formats
 def test_thrift_target_builds_the_same_balances_as_local(tmp_path):
     local, remote = Harness(tmp_path / "local"), Harness(tmp_path / "thrift")
     history = History()
