@@ -37,6 +37,7 @@ from tests.support import DbtProject, Landing  # noqa: E402
 
 
 def pytest_report_header(config) -> str:
+    """Names the table format of this run in pytest's header."""
     return f"payledger table format: {FORMAT} (PAYLEDGER_FORMAT)"
 
 

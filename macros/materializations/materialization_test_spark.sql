@@ -1,7 +1,7 @@
 {#-
     Overrides dbt-core's `test` materialization for Spark (copied from dbt-core 1.11's
     `materialization test, default`). One change: a stored-failures table that already exists as a
-    Delta table is replaced in one commit (`create or replace table ... as select`, which dbt-spark
+    Delta table, for a test whose file_format is delta, is replaced in one commit (`create or replace table ... as select`, which dbt-spark
     renders for Delta) instead of being dropped first. A drop deletes the table's folder file by
     file; a build killed during it left files without a transaction log, and every later create of
     that table failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Views and other formats are
@@ -35,7 +35,8 @@
             identifier=identifier, schema=schema, database=database, type=store_failures_as) %}
 
         {% set replaced_in_place = old_relation is not none and old_relation.is_delta
-            and old_relation.is_table and store_failures_as == 'table' %}
+            and old_relation.is_table and store_failures_as == 'table'
+            and config.get('file_format') == 'delta' %}
         {% if old_relation and not replaced_in_place %}
             {% do adapter.drop_relation(old_relation) %}
         {% endif %}

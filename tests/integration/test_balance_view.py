@@ -10,14 +10,14 @@ from decimal import Decimal
 
 import pytest
 
-from payledger.formats import table_commits
+from payledger.formats import Commit, table_commits
 from payledger.warehouse import VIEW
 from tests.support import History, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
 
 
-def view_snapshots(warehouse) -> list[dict]:
+def view_snapshots(warehouse) -> list[Commit]:
     return table_commits(warehouse.spark, VIEW)
 
 

@@ -46,11 +46,13 @@ def changed_keys(before: dict, after: dict) -> set[tuple[str, str]]:
 
 
 def audit_slices(warehouse, invocation_id: str) -> set[tuple]:
+    """The audit's (cause, segment or merchant_id) slices recorded by one dbt invocation."""
     rows = warehouse.rows(f"select cause, segment, merchant_id from {AUDIT} where invocation_id = '{invocation_id}'")
     return {(r["cause"], r["segment"] or r["merchant_id"]) for r in rows}
 
 
 def snapshot_versions(warehouse, kind: str) -> int:
+    """Rows (versions, open and closed) in the snapshot of ``kind``."""
     return warehouse.rows(f"select count(*) as n from {SNAPSHOTS[kind]}")[0]["n"]
 
 
