@@ -31,6 +31,14 @@ class DbtProject:
             assert result.success, f"dbt {' '.join(args)} failed: {result.failures() or result.exception}"
         return result
 
+    def build_skipping_generic_tests(self, *args: str, check: bool = True) -> DbtInvocation:
+        """``dbt build`` without the generic data tests (not_null, unique, accepted_values,
+        relationships: a third of a small build's time). Seeds, snapshots and models build as in
+        ``dbt build``; the singular tests (reconciliation, conservation, every event accepted or
+        rejected) and the unit tests still run. Scenario tests use it; the differential test and the
+        fold test run the whole ``dbt build``, so every generic test runs on every history they draw."""
+        return self("build", "--exclude", "test_type:generic", *args, check=check)
+
 
 @dataclass
 class Landing:
