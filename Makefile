@@ -45,7 +45,7 @@ demo: setup ## Run the main job on the embedded default (generate, build, new ba
 test: setup ## Run the whole suite on Delta, then the both_formats tests on Iceberg (shuffled; PYTEST_ARGS="-p randomly --randomly-seed=N" replays)
 	status=0; \
 	PAYLEDGER_FORMAT=delta $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25 $(PYTEST_ARGS) || status=1; \
-	PAYLEDGER_FORMAT=iceberg PAYLEDGER_EXAMPLES=1 PAYLEDGER_KILLS=4 \
+	PAYLEDGER_FORMAT=iceberg PAYLEDGER_EXAMPLES=1 \
 		$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 10 -m both_formats $(PYTEST_ARGS) || status=1; \
 	exit $$status
 

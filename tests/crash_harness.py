@@ -9,6 +9,7 @@ Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
   verify FILE...           then ``dbt build`` and report the view, rejects, snapshots and table counts
+  report                   report them as they are, without building
 ``BUILDING`` is printed when dbt starts its first node. Builds leave out generic tests.
 """
 
@@ -42,7 +43,8 @@ def _build(artefacts: Path, with_tests: bool = True):
     return result
 
 
-def _report(spark, result) -> dict:
+def _report(spark, result=None) -> dict:
+    """The warehouse as JSON-ready dicts; ``build_ok`` is None when nothing was built."""
     from payledger.formats import table_commits
     from payledger.warehouse import VIEW, project_relations
     from tests.support import SNAPSHOTS
@@ -58,8 +60,8 @@ def _report(spark, result) -> dict:
     for table in SNAPSHOTS:
         snapshots[table] = rows(f"select * from {table}")
     return {
-        "build_ok": result.success,
-        "failures": result.failures() or ([str(result.exception)] if result.exception else []),
+        "build_ok": None if result is None else result.success,
+        "failures": [] if result is None else result.failures() or ([str(result.exception)] if result.exception else []),
         "view": rows(f"select * from {VIEW}"),
         "rejects": rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects"),
         "snapshots": snapshots,
@@ -88,7 +90,10 @@ def main(argv: list[str]) -> int:
         result = _build(artefacts, with_tests)
         print("REPORT " + json.dumps(_report(spark, result)), flush=True)
         return 0
-    raise SystemExit(f"unknown command {command!r}; expected land, land-and-build or verify")
+    if command == "report":
+        print("REPORT " + json.dumps(_report(spark)), flush=True)
+        return 0
+    raise SystemExit(f"unknown command {command!r}; expected land, land-and-build, verify or report")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ SOAK = os.environ.get("PAYLEDGER_SOAK") == "1"
 EXAMPLES = int(os.environ.get("PAYLEDGER_EXAMPLES", 12 if SOAK else 3))
 LANES = 25 if SOAK else 9
 BATCHES = 3
-KILLS = int(os.environ.get("PAYLEDGER_KILLS", 50 if SOAK else 6))
+KILLS = int(os.environ.get("PAYLEDGER_KILLS", 50 if SOAK else 4))
 
 START = dt.date(2026, 1, 1)
 DAYS = 90

@@ -79,7 +79,15 @@ class Harness:
         return Process([sys.executable, "-m", module, *args], self.env)
 
     def verify(self, *files: str) -> dict:
-        process = self.start("verify", *files)
+        """Land ``files`` (``kind=path``), ``dbt build``, and return the harness's report."""
+        return self._report("verify", *files)
+
+    def report(self) -> dict:
+        """The warehouse as it is (view, rejects, snapshots, counts), without a build."""
+        return self._report("report")
+
+    def _report(self, *args: str) -> dict:
+        process = self.start(*args)
         assert process.finish() == 0, process.lines[-30:]
         reports = [line for line in process.lines if line.startswith("REPORT ")]
         assert reports, process.lines[-30:]
