@@ -22,7 +22,7 @@ from tests.reference import EVENT_TYPES
 
 SOAK = os.environ.get("PAYLEDGER_SOAK") == "1"
 # `make test` (fixed seeds) and `make soak`: examples x lanes histories, each with BATCHES builds.
-# PAYLEDGER_EXAMPLES and PAYLEDGER_KILLS override the counts (make test's run on the second format).
+# PAYLEDGER_EXAMPLES and PAYLEDGER_KILLS override the counts (make test's Iceberg run: 1 example).
 EXAMPLES = int(os.environ.get("PAYLEDGER_EXAMPLES", 12 if SOAK else 3))
 LANES = 25 if SOAK else 9
 BATCHES = 3

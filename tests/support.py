@@ -33,10 +33,11 @@ class DbtProject:
 
     def build_skipping_generic_tests(self, *args: str, check: bool = True) -> DbtInvocation:
         """``dbt build`` without the generic data tests (not_null, unique, accepted_values,
-        relationships: a third of a small build's time). Seeds, snapshots and models build as in
-        ``dbt build``; the singular tests (reconciliation, conservation, every event accepted or
-        rejected) and the unit tests still run. Scenario tests use it; the differential test and the
-        fold test run the whole ``dbt build``, so every generic test runs on every history they draw."""
+        unique_combination: 16-37 s of a 45-77 s tiny Delta build, measured from run_results.json).
+        Seeds, snapshots and models build as in ``dbt build``; the singular tests (reconciliation,
+        conservation, every event accepted or rejected) and the unit tests still run. Scenario
+        tests use it; the differential and fold tests run the whole ``dbt build``, so every generic
+        test runs on every history they draw. ``view_rows`` checks the view's key is unique."""
         return self("build", "--exclude", "test_type:generic", *args, check=check)
 
 
@@ -92,8 +93,11 @@ def merchant(merchant_id: str, segment: str, effective_from: str, updated_at: st
 
 
 def view_rows(warehouse) -> dict[tuple[str, str], dict]:
-    """The balance view's rows by (merchant_id, currency)."""
-    return {(r["merchant_id"], r["currency"]): r for r in warehouse.rows(f"select * from {VIEW}")}
+    """The balance view's rows by (merchant_id, currency); fails if a key appears twice."""
+    rows = warehouse.rows(f"select * from {VIEW}")
+    keyed = {(r["merchant_id"], r["currency"]): r for r in rows}
+    assert len(keyed) == len(rows), f"the view holds a key twice: {len(rows)} rows, {len(keyed)} keys"
+    return keyed
 
 
 def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
