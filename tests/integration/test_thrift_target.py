@@ -5,7 +5,7 @@ Two warehouses get the same landing files. One is built by the embedded target o
 the pip pyspark (spark-submit, that format's jars on the driver class path, 127.0.0.1) and
 `dbt build --target thrift` builds through it (PyHive). The view is then read through the server and
 compared with the embedded build key by key; the server compiles generated code (production's
-setting), the embedded target of the tests interprets it. A second test starts the server on a
+setting), the tests' embedded Spark does not (PAYLEDGER_CODEGEN=false). A second test starts the server on a
 standalone master and worker (`--standalone`) and checks that the worker ran a query of a landing
 table and its totals match the landed events (it builds nothing: reading dbt-built tables with
 deletion vectors or position deletes through a server is the first test's).
@@ -40,9 +40,9 @@ def test_thrift_target_builds_the_same_balances_as_local(tmp_path):
     assert landed.finish() == 0, landed.lines[-20:]
 
     port = free_port()
-    # The server compiles generated code as production does (the tests' embedded Spark interprets
-    # expressions, PAYLEDGER_CODEGEN=false): the comparison below also checks compiled against
-    # interpreted arithmetic.
+    # The server compiles generated code as production does (the tests' embedded Spark runs without
+    # whole-stage codegen and, on Delta, interprets expressions: PAYLEDGER_CODEGEN=false), so the
+    # comparison below also checks one against the other.
     env = {**remote.env, "PAYLEDGER_THRIFT_PORT": str(port), "PAYLEDGER_CODEGEN": "true"}
     started = subprocess.run([executable("payledger"), "thrift", "start", "--port", str(port)], env=env, capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stdout + started.stderr
