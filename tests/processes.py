@@ -19,7 +19,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from tests.support import History, PendingLanding, event, merchant, policy
+from tests.support import History, PendingLanding, by_key, event, merchant, policy
 
 ROOT = Path(__file__).resolve().parents[1]
 MERCHANTS = [f"k{i}" for i in range(6)]
@@ -95,15 +95,16 @@ class Harness:
 
 
 def typed_view(report: dict) -> dict[tuple[str, str], dict]:
-    view = {}
-    for row in report["view"]:
-        view[(row["merchant_id"], row["currency"])] = {
+    """A harness report's view rows by key (``by_key``: no key twice), with typed values."""
+    return {
+        key: {
             **row,
             **{k: Decimal(row[k]) for k in ("available_balance", "pending_balance", "reserve_hold")},
             "source_watermark": int(row["source_watermark"]),
             "last_event_time": dt.datetime.fromisoformat(row["last_event_time"]),
         }
-    return view
+        for key, row in by_key(report["view"]).items()
+    }
 
 
 def free_port() -> int:

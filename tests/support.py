@@ -92,12 +92,16 @@ def merchant(merchant_id: str, segment: str, effective_from: str, updated_at: st
     return {"merchant_id": merchant_id, "segment": segment, "segment_effective_from": dt.date.fromisoformat(effective_from), **_updated_at(updated_at)}
 
 
-def view_rows(warehouse) -> dict[tuple[str, str], dict]:
-    """The balance view's rows by (merchant_id, currency); fails if a key appears twice."""
-    rows = warehouse.rows(f"select * from {VIEW}")
+def by_key(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """Balance view rows by (merchant_id, currency); fails if a key appears twice."""
     keyed = {(r["merchant_id"], r["currency"]): r for r in rows}
     assert len(keyed) == len(rows), f"the view holds a key twice: {len(rows)} rows, {len(keyed)} keys"
     return keyed
+
+
+def view_rows(warehouse) -> dict[tuple[str, str], dict]:
+    """The balance view's rows by (merchant_id, currency); fails if a key appears twice."""
+    return by_key(warehouse.rows(f"select * from {VIEW}"))
 
 
 def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
