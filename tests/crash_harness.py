@@ -27,6 +27,7 @@ def _say(marker: str) -> None:
 
 def _build(artefacts: Path, with_tests: bool = True):
     from payledger.dbt import run_dbt
+    from tests.support import WITHOUT_GENERIC_TESTS
 
     started = []
 
@@ -37,7 +38,7 @@ def _build(artefacts: Path, with_tests: bool = True):
 
     # Generic tests (not_null, unique on sources and staging) are left out for speed; the singular
     # tests (reconciliation, conservation) and unit tests run when with_tests is true.
-    selection = ("--exclude", "test_type:generic") if with_tests else ("--exclude", "resource_type:test")
+    selection = WITHOUT_GENERIC_TESTS if with_tests else ("--exclude", "resource_type:test")
     result = run_dbt("build", *selection, target_path=artefacts / "target", log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
     return result

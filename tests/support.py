@@ -18,6 +18,9 @@ from payledger.load import load_file
 from payledger.warehouse import VIEW
 from tests import reference
 
+#: dbt selection arguments that leave out the generic data tests (see ``build_skipping_generic_tests``).
+WITHOUT_GENERIC_TESTS = ("--exclude", "test_type:generic")
+
 
 class DbtProject:
     """Runs dbt commands on the project in-process, keeping artefacts out of the repo's target/."""
@@ -38,7 +41,7 @@ class DbtProject:
         conservation, every event accepted or rejected) and the unit tests still run. Scenario
         tests use it; the differential and fold tests run the whole ``dbt build``, so every generic
         test runs on every history they draw. ``view_rows`` checks the view's key is unique."""
-        return self("build", "--exclude", "test_type:generic", *args, check=check)
+        return self("build", *WITHOUT_GENERIC_TESTS, *args, check=check)
 
 
 @dataclass

@@ -2,10 +2,11 @@
     Overrides dbt-core's `test` materialization for Spark (copied from dbt-core 1.11's
     `materialization test, default`). One change: a stored-failures table that already exists as a
     Delta table, for a test whose file_format is delta, is replaced in one commit (`create or
-    replace table ... as select`, which dbt-spark renders for Delta) instead of being dropped first. A drop deletes the table's folder file by
-    file; a build killed during it left files without a transaction log, and every later create of
-    that table failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Views and other formats are
-    dropped and created as upstream does.
+    replace table ... as select`, which dbt-spark renders for Delta) instead of being dropped
+    first. A drop deletes the table's folder file by file; a build killed during it left files
+    without a transaction log, and every later create of that table failed
+    (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Views and other formats are dropped and created
+    as upstream does.
 -#}
 {%- materialization test, adapter='spark' -%}
 
