@@ -2,13 +2,15 @@
 
 `dbt compile`, `dbt ls --selector <each selector>`, `dbt docs generate`, `make docs` (generate and
 serve) and the two operations succeed before anything was built; the operations say plainly that
-nothing has been built yet.
+nothing has been built yet. A parse that dbt kept for one table format is not reused for the other.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -71,3 +73,26 @@ def test_make_docs_generates_and_serves_the_site_on_a_fresh_warehouse(tmp_path):
         assert Path(tmp_path / "target" / "catalog.json").is_file()
     finally:
         process.kill()
+
+
+@pytest.mark.parametrize("switch", ["PAYLEDGER_FORMAT", "PAYLEDGER_TARGET"])
+def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(switch, tmp_path):
+    """dbt keeps its parse in the target path (partial parsing); `make bench FORMAT=iceberg` after a
+    Delta run, in the same checkout, must not write Delta tables from the Delta parse."""
+    formats = {}
+    for chosen in ("delta", "iceberg", "delta"):
+        value = chosen if switch == "PAYLEDGER_FORMAT" else ("iceberg" if chosen == "iceberg" else "local")
+        env = {**os.environ, "PAYLEDGER_FORMAT": "delta", switch: value}
+        parsed = subprocess.run(
+            [str(Path(sys.executable).parent / "dbt"), "parse", "--project-dir", ".", "--profiles-dir", "profiles", "--target-path", str(tmp_path / "target")],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert parsed.returncode == 0, parsed.stdout[-3000:]
+        nodes = json.loads((tmp_path / "target" / "manifest.json").read_text())["nodes"].values()
+        tables = [n for n in nodes if n["resource_type"] in ("model", "seed", "snapshot") and n["config"].get("materialized") != "view"]
+        formats.setdefault(chosen, []).append({n["config"]["file_format"] for n in tables})
+    assert formats == {"delta": [{"delta"}, {"delta"}], "iceberg": [{"iceberg"}]}, formats
