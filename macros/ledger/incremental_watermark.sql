@@ -2,10 +2,14 @@
     {#-
         max(`column`) of the calling incremental model's existing table, as an integer literal
         (0 when empty, or on a full build), read at execution time so that a filter on it prunes
-        files by their column statistics (a scalar subquery would not).
+        files by their column statistics (a scalar subquery would not). The query is a bare `max`
+        (the 0 for an empty table is applied here, not by `coalesce`): Delta answers that from its
+        transaction log's file statistics without a scan when no file has a deletion vector, and
+        its metadata-only rule does not match `coalesce(max(...), 0)`.
     -#}
     {%- if execute and is_incremental() -%}
-        {{ return(run_query("select coalesce(max(" ~ column ~ "), 0) from " ~ this).rows[0][0] | int) }}
+        {%- set found = run_query("select max(" ~ column ~ ") from " ~ this).rows[0][0] -%}
+        {{ return(found | int if found is not none else 0) }}
     {%- endif -%}
     {{ return(0) }}
 {%- endmacro %}
