@@ -41,6 +41,14 @@ def pytest_report_header(config) -> str:
     return f"payledger table format: {FORMAT} (PAYLEDGER_FORMAT)"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    """Runs the tests marked ``slow`` first, keeping pytest-randomly's shuffled order within each
+    group (its hook runs earlier): with two workers, a test of many minutes drawn near the end kept
+    one worker busy while the other had nothing left to run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_sessionfinish(session, exitstatus):
     from pyspark.sql import SparkSession
 

@@ -10,7 +10,7 @@ Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
   verify FILE...           then ``dbt build`` and report the view, rejects, snapshots and table counts
   report                   report them as they are, without building
-``BUILDING`` is printed when dbt starts its first node. Builds leave out generic tests.
+``BUILDING`` is printed when dbt starts its first node. Builds leave out generic and unit tests.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _say(marker: str) -> None:
 
 def _build(artefacts: Path, with_tests: bool = True):
     from payledger.dbt import run_dbt
-    from tests.support import WITHOUT_GENERIC_TESTS
+    from tests.support import SCENARIO_SELECTION
 
     started = []
 
@@ -36,9 +36,9 @@ def _build(artefacts: Path, with_tests: bool = True):
             started.append(True)
             _say("BUILDING")
 
-    # Generic tests (not_null, unique on sources and staging) are left out for speed; the singular
-    # tests (reconciliation, conservation) and unit tests run when with_tests is true.
-    selection = WITHOUT_GENERIC_TESTS if with_tests else ("--exclude", "resource_type:test")
+    # Generic and unit tests are left out for speed; the singular tests (reconciliation,
+    # conservation) run when with_tests is true.
+    selection = SCENARIO_SELECTION if with_tests else ("--exclude", "resource_type:test", "resource_type:unit_test")
     result = run_dbt("build", *selection, target_path=artefacts / "target", log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
     return result

@@ -18,8 +18,8 @@ from payledger.load import load_file
 from payledger.warehouse import VIEW
 from tests import reference
 
-#: dbt selection arguments that leave out the generic data tests (see ``build_skipping_generic_tests``).
-WITHOUT_GENERIC_TESTS = ("--exclude", "test_type:generic")
+#: dbt selection arguments that leave out the generic data tests and the unit tests (see ``scenario_build``).
+SCENARIO_SELECTION = ("--exclude", "test_type:generic", "test_type:unit")
 
 
 class DbtProject:
@@ -34,14 +34,15 @@ class DbtProject:
             assert result.success, f"dbt {' '.join(args)} failed: {result.failures() or result.exception}"
         return result
 
-    def build_skipping_generic_tests(self, *args: str, check: bool = True) -> DbtInvocation:
+    def scenario_build(self, *args: str, check: bool = True) -> DbtInvocation:
         """``dbt build`` without the generic data tests (not_null, unique, accepted_values,
-        unique_combination: 16-37 s of a 45-77 s tiny Delta build, measured from run_results.json).
-        Seeds, snapshots and models build as in ``dbt build``; the singular tests (reconciliation,
-        conservation, every event accepted or rejected) and the unit tests still run. Scenario
-        tests use it; the differential and fold tests run the whole ``dbt build``, so every generic
-        test runs on every history they draw. ``view_rows`` checks the view's key is unique."""
-        return self("build", *WITHOUT_GENERIC_TESTS, *args, check=check)
+        unique_combination: 16-37 s of a 45-77 s tiny Delta build, measured from run_results.json)
+        and the unit tests (their input does not depend on the scenario). Seeds, snapshots and
+        models build as in ``dbt build``; the singular tests (reconciliation, conservation, every
+        event accepted or rejected) still run. Scenario tests use it; the differential and fold
+        tests run the whole ``dbt build``, so every generic and unit test runs on every history they
+        draw. ``view_rows`` checks the view's key is unique."""
+        return self("build", *SCENARIO_SELECTION, *args, check=check)
 
 
 @dataclass

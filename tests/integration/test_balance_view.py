@@ -27,6 +27,7 @@ def seed_reference_data(warehouse) -> None:
 
 
 @pytest.mark.both_formats
+@pytest.mark.slow
 def test_second_run_is_a_merge_commit_on_the_same_table(dbt, warehouse):
     seed_reference_data(warehouse)
     # Enough keys that each data file of the view holds several rows: a MERGE that changes one row
@@ -41,13 +42,13 @@ def test_second_run_is_a_merge_commit_on_the_same_table(dbt, warehouse):
             *others,
         ],
     )
-    first = dbt.build_skipping_generic_tests()
+    first = dbt.scenario_build()
     before = view_rows(warehouse)
     first_snapshots = view_snapshots(warehouse)
     assert len(before) == 3 + len(others)
 
     warehouse.load("payment_events", [event("e4", "m1", "funds_released", "100.00", "2026-03-03 10:00:00")])
-    second = dbt.build_skipping_generic_tests()
+    second = dbt.scenario_build()
     after = view_rows(warehouse)
     snapshots = view_snapshots(warehouse)
 
@@ -69,7 +70,7 @@ def test_second_run_is_a_merge_commit_on_the_same_table(dbt, warehouse):
     assert first.success and second.success
 
     # A build with nothing new writes no row.
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     assert view_rows(warehouse) == after
     assert view_snapshots(warehouse) == snapshots, "an idle build committed to the view"
 
@@ -86,18 +87,19 @@ INCREMENTAL_TABLES = (
 
 
 @pytest.mark.both_formats
+@pytest.mark.slow
 def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt, warehouse):
     """From each table's own commit history: a later run merges or appends, never replaces."""
     seed_reference_data(warehouse)
     warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
     assert all(before.values()), before
     # Something for every model and snapshot to write: events (one bad), a policy change, a move.
     warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m2", "retail", "2026-02-15")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     for table, earlier in before.items():
         commits = table_commits(warehouse.spark, table)
         assert commits[: len(earlier)] == earlier, f"{table}: earlier commits lost or rewritten"
@@ -108,19 +110,20 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt,
 
 
 @pytest.mark.both_formats
+@pytest.mark.slow
 def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
     seed_reference_data(warehouse)
     warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
-    dbt.build_skipping_generic_tests()
-    dbt.build_skipping_generic_tests()  # an idle re-run must not add or close versions
+    dbt.scenario_build()
+    dbt.scenario_build()  # an idle re-run must not add or close versions
     warehouse.load("reserve_policies", [policy("retail", "0.3000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m1", "travel", "2026-02-15")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     dbt("build", "--full-refresh", "--vars", '{"allow_full_refresh": true}')  # every dbt test, too
     warehouse.load("reserve_policies", [policy("retail", "0.4000", "2026-02-01")])
-    dbt.build_skipping_generic_tests()  # after the full refresh, snapshots still close and add versions
+    dbt.scenario_build()  # after the full refresh, snapshots still close and add versions
 
     versions = warehouse.rows(
         "select reserve_pct, dbt_valid_from, dbt_valid_to from payledger_snapshots.snp_payledger__reserve_policies "
@@ -135,6 +138,7 @@ def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
     assert view_rows(warehouse)[("m1", "USD")]["reserve_hold"] == Decimal("5.00")
 
 
+@pytest.mark.slow
 def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroactive_changes(dbt, warehouse):
     history = History()
     history.land_merchants(warehouse, [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01"), merchant("m3", "retail", "2026-01-01")])
@@ -212,7 +216,7 @@ def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, ware
         "payment_events",
         [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"), event("e2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
     )
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
 
     result = dbt("test", "--select", "assert_merchant_balance_current_reconciles", check=False)
@@ -227,7 +231,7 @@ def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, ware
 def test_full_refresh_of_the_view_is_refused_without_the_switch(dbt, warehouse):
     seed_reference_data(warehouse)
     warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     before = view_rows(warehouse)
     refused = dbt("run", "--select", "merchant_balance_current", "--full-refresh", check=False)
     assert not refused.success

@@ -68,7 +68,7 @@ def docs_site(spark, tmp_path_factory):
     warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01")])
     warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01")])
     warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "10.00", "2026-03-01 10:00:00")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     dbt("docs", "generate")
     target = dbt.artefacts / "target"
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(target))

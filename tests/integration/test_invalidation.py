@@ -44,7 +44,7 @@ def built(dbt, warehouse):
     rows += [event("r1-f2", "r1", "funds_released", "60.00", "2026-04-10 10:00:00"), event("t1-f2", "t1", "funds_released", "60.00", "2026-04-10 10:00:00")]
     rows += [event("r2-p1", "r2", "payout_paid", "5.00", "2026-04-12 10:00:00")]  # r2: events after April 1, but no release
     warehouse.load("payment_events", rows)
-    first = dbt.build_skipping_generic_tests()
+    first = dbt.scenario_build()
     return first
 
 
@@ -55,7 +55,7 @@ def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehou
         [event("late-1", "r3", "refund_posted", "1.00", "2026-02-01 00:00:00"), event("dup", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")],
     )
     warehouse.load("payment_events", [event("r1-f1", "r1", "funds_released", "100.00", "2026-03-02 10:00:00")])  # exact duplicate
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     after = view_rows(warehouse)
     assert rewritten(before, after) == {("r3", "USD"), ("r1", "USD")}
     assert {k: v for k, v in after.items() if k not in {("r3", "USD"), ("r1", "USD")}} == {
@@ -70,7 +70,7 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     before = view_rows(warehouse)
     commits = len(table_commits(warehouse.spark, VIEW))
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-04-01")])
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     after = view_rows(warehouse)
     # Only r1 has a retail release on or after April 1; r2 (a payout only) and r3 are in the slice
     # but keep their balances; travel and EUR keys are outside it.
@@ -91,7 +91,7 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
 def test_segment_move_rewrites_that_merchants_keys_only(dbt, warehouse, built):
     before = view_rows(warehouse)
     warehouse.load("merchants", [merchant("t1", "retail", "2026-04-01")])
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     after = view_rows(warehouse)
     assert rewritten(before, after) == {("t1", "USD")}
     assert after[("t1", "USD")]["reserve_hold"] == Decimal("5.00") + Decimal("6.00")
@@ -106,7 +106,7 @@ def test_a_build_stopped_after_the_checkpoint_is_caught_up_and_audited_by_the_ne
     # As if the build were killed right after the checkpoint's commit: the view and the audit never ran.
     dbt("run", "--select", "+int_merchant_daily_balances")
     assert view_rows(warehouse) == before
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     after = view_rows(warehouse)
     assert rewritten(before, after) == {("r1", "USD"), ("t1", "USD")}
     assert after[("r1", "USD")]["reserve_hold"] == Decimal("10.00") + Decimal("12.00")
@@ -129,7 +129,7 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     before = view_rows(warehouse)
     commits = all_commits(warehouse)
     assert f"{VIEW}" in commits and "payledger_snapshots.snp_payledger__reserve_policies" in commits
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     assert view_rows(warehouse) == before
     assert audit(warehouse, run.invocation_id) == []
     # Not even an empty commit on the incremental models, the snapshots and the audit. dbt rebuilds
@@ -207,7 +207,7 @@ def test_plan_lists_slices_without_writing(dbt, warehouse, built):
     assert freshness["landed_rows_behind"] == 1
     assert freshness["reference_rows_not_captured"] == 1  # the retail policy, landed, not yet snapshotted
     assert freshness["oldest_invalidation_not_replayed"] != "none"
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     clean = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
     assert clean["landed_rows_behind"] == clean["reference_rows_not_captured"] == 0
     assert clean["oldest_invalidation_not_replayed"] == "none"

@@ -68,7 +68,7 @@ def test_same_instant_exports_of_both_tables_load_in_either_order(dbt, warehouse
     for kind in (first, second):
         land(history, warehouse, kind, exports[kind])
     history.land_events(warehouse, releases(["r1", "r2", "t1", "t2"]))
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     history.assert_view_matches(warehouse)
 
     # The next day's exports, again from one instant: retail's rate rises from April, t1 joins retail
@@ -81,7 +81,7 @@ def test_same_instant_exports_of_both_tables_load_in_either_order(dbt, warehouse
     }
     for kind in (first, second):
         land(history, warehouse, kind, exports[kind])
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     history.assert_view_matches(warehouse)
     assert rewritten(before, view_rows(warehouse)) == changed_keys(expected_before, history.expected())
     assert audit_slices(warehouse, run.invocation_id) == {("policy_change", "retail"), ("segment_change", "t1")}
@@ -99,7 +99,7 @@ def test_a_full_daily_export_rewrites_only_what_changed(dbt, warehouse):
     land(history, warehouse, "merchants", merchant_rows)
     land(history, warehouse, "reserve_policies", policy_rows)
     history.land_events(warehouse, releases(merchants))
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     history.assert_view_matches(warehouse)
     before, expected_before = view_rows(warehouse), history.expected()
     versions = {kind: snapshot_versions(warehouse, kind) for kind in SNAPSHOTS}
@@ -114,7 +114,7 @@ def test_a_full_daily_export_rewrites_only_what_changed(dbt, warehouse):
     freshness = dbt("source", "freshness")
     statuses = {uid.split(".")[-1]: str(result.status) for uid, result in freshness.nodes.items()}
     assert statuses["reserve_policies"] == statuses["merchants"] == "pass", statuses
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     history.assert_view_matches(warehouse)
     after = view_rows(warehouse)
     assert rewritten(before, after) == changed_keys(expected_before, history.expected())
@@ -130,6 +130,7 @@ def test_a_full_daily_export_rewrites_only_what_changed(dbt, warehouse):
         assert row["merchant_id"] == "m04" or in_policy_slice, row
 
 
+@pytest.mark.slow
 def test_a_merchant_move_older_than_a_folded_policy_change_is_replayed(dbt, warehouse):
     history = History()
     land(
@@ -145,9 +146,9 @@ def test_a_merchant_move_older_than_a_folded_policy_change_is_replayed(dbt, ware
         [policy("retail", "0.1000", "2026-01-01", "2026-09-01 00:00:00"), policy("travel", "0.0500", "2026-01-01", "2026-09-01 00:00:00")],
     )
     history.land_events(warehouse, releases(["r1", "t1"]))
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     land(history, warehouse, "reserve_policies", [policy("retail", "0.2000", "2026-04-01", "2026-11-10 00:00:00")])
-    dbt.build_skipping_generic_tests()
+    dbt.scenario_build()
     history.assert_view_matches(warehouse)
 
     # The merchant service's clock lags risk ops': its move is stamped before the folded policy change.
@@ -155,7 +156,7 @@ def test_a_merchant_move_older_than_a_folded_policy_change_is_replayed(dbt, ware
     land(history, warehouse, "merchants", [merchant("t1", "retail", "2026-03-01", "2026-11-05 00:00:00")])
     plan = dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON")
     assert [(p["cause"], p["merchants"]) for p in plan] == [("segment_change", 1)], plan
-    run = dbt.build_skipping_generic_tests()
+    run = dbt.scenario_build()
     history.assert_view_matches(warehouse)
     assert rewritten(before, view_rows(warehouse)) == changed_keys(expected_before, history.expected()) == {("t1", "USD")}
     assert audit_slices(warehouse, run.invocation_id) == {("segment_change", "t1")}

@@ -1,14 +1,14 @@
 """The `thrift` target: the same project through a Spark Thrift Server yields the same balances.
 
-Two warehouses get the same landing files. One is built by the embedded target of the run's format
-(PAYLEDGER_FORMAT); on the other `payledger thrift start` runs a Thrift Server of the same format from
-the pip pyspark (spark-submit, that format's jars on the driver class path, 127.0.0.1) and
-`dbt build --target thrift` builds through it (PyHive). The view is then read through the server and
-compared with the embedded build key by key; the server compiles generated code (production's
-setting), the tests' embedded Spark does not (PAYLEDGER_CODEGEN=false). A second test starts the server on a
-standalone master and worker (`--standalone`) and checks that the worker ran a query of a landing
-table and its totals match the landed events (it builds nothing: reading dbt-built tables with
-deletion vectors or position deletes through a server is the first test's).
+Two warehouses get the same landing files. The test run's own is built in-process by its embedded
+Spark, in the run's format (PAYLEDGER_FORMAT); on the other `payledger thrift start` runs a Thrift
+Server of the same format from the pip pyspark (spark-submit, that format's jars on the driver class
+path, 127.0.0.1) and `dbt build --target thrift` builds through it (PyHive). The view is then read
+through the server and compared with the embedded build key by key; the server compiles generated
+code (production's setting), the tests' embedded Spark does not (PAYLEDGER_CODEGEN=false). A second
+test starts the server on a standalone master and worker (`--standalone`) and checks that the worker
+ran a query of a landing table and its totals match the landed events (it builds nothing: reading
+dbt-built tables with deletion vectors or position deletes through a server is the first test's).
 """
 
 from __future__ import annotations
@@ -16,26 +16,33 @@ from __future__ import annotations
 import random
 import subprocess
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
-from tests.processes import ROOT, Harness, executable, free_port, new_events, typed_view
-from tests.support import History, merchant, policy
+from payledger.load import load_file
+from tests.processes import ROOT, Harness, executable, free_port, new_events
+from tests.support import History, merchant, policy, view_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.mark.both_formats
-def test_thrift_target_builds_the_same_balances_as_local(tmp_path):
-    local, remote = Harness(tmp_path / "local"), Harness(tmp_path / "thrift")
+def test_thrift_target_builds_the_same_balances_as_local(dbt, warehouse, tmp_path):
+    remote = Harness(tmp_path / "thrift")
     history = History()
-    history.land_merchants(local.landing, [merchant(f"k{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
-    history.land_policies(local.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-02-01")])
-    history.land_events(local.landing, new_events(random.Random(11), 0, history, count=120))
-    files = local.landing.take()
+    history.land_merchants(remote.landing, [merchant(f"k{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
+    history.land_policies(remote.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-02-01")])
+    history.land_events(remote.landing, new_events(random.Random(11), 0, history, count=120))
+    files = remote.landing.take()
 
-    report = local.verify(*files)
-    expected = typed_view(report)
+    # The embedded build: the same files through the same loader, built in this process.
+    for spec in files:
+        kind, path = spec.split("=", 1)
+        load_file(warehouse.spark, kind, Path(path), warehouse.warehouse)
+    dbt.scenario_build()
+    expected = view_rows(warehouse)
+    rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects")}
     landed = remote.start("land", *files)
     assert landed.finish() == 0, landed.lines[-20:]
 
@@ -94,7 +101,7 @@ def test_thrift_target_builds_the_same_balances_as_local(tmp_path):
         assert int(got["source_watermark"]) == want["source_watermark"], key
         assert str(got["last_event_time"])[:19] == want["last_event_time"].isoformat(sep=" ")[:19], key
     # And both equal the independent reference.
-    history.assert_matches(expected, {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
+    history.assert_matches(expected, rejects)
 
 
 def test_thrift_server_on_a_standalone_master_and_worker(tmp_path):
