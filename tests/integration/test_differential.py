@@ -3,9 +3,10 @@
 Hypothesis draws random histories (`tests/histories.py`): lanes of events with duplicates, late and
 bad rows, policy changes with past effective dates and segment moves, landed in batches through the
 real loader, with a `dbt build` after each batch and a `--full-refresh` of one incremental model
-before every build after the first (taking the models in turn, so that two examples refresh each). After every build the view equals
-`tests/reference.py` key by key, the rejects equal the reference's rejects, dbt's own reconciliation
-tests pass (they run in the build), and no snapshot version was lost or rewritten. Fixed seed; `make soak` runs the larger profile.
+before every build after the first (taking the models in turn, so that two examples refresh each).
+After every build the view equals `tests/reference.py` key by key, the rejects equal the
+reference's rejects, dbt's own reconciliation tests pass (they run in the build), and no snapshot
+version was lost or rewritten. Fixed seed; `make soak` runs the larger profile.
 """
 
 from __future__ import annotations
