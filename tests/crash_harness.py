@@ -72,8 +72,8 @@ def _report(spark, result=None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from payledger.load import load_file
     from payledger.spark import default_warehouse, get_spark
+    from tests.support import land_specs
 
     command, args = argv[0], argv[1:]
     with_tests = "--no-tests" not in args
@@ -81,9 +81,7 @@ def main(argv: list[str]) -> int:
     warehouse = default_warehouse()
     artefacts = warehouse.parent / f"dbt{os.environ.get('HARNESS_SLOT', '')}"  # one per concurrent process
     spark = get_spark()
-    for spec in args:
-        kind, path = spec.split("=", 1)
-        load_file(spark, kind, Path(path), warehouse)
+    land_specs(spark, args, warehouse)
     _say("LANDED")
     if command in ("land", "land-and-build"):
         return 0 if command == "land" or _build(artefacts, with_tests).success else 1

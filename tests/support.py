@@ -208,3 +208,10 @@ class PendingLanding(Landing):
     def take(self) -> list[str]:
         taken, self.pending = self.pending, []
         return taken
+
+
+def land_specs(spark, specs: list[str], warehouse: Path) -> None:
+    """Load ``kind=path`` specs (``PendingLanding.take()``), in order, through the real loader."""
+    for spec in specs:
+        kind, path = spec.split("=", 1)
+        load_file(spark, kind, Path(path), warehouse)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from payledger.warehouse import project_relations
-from tests.processes import ROOT, Process, free_port
+from tests.processes import ROOT, Process, executable, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +83,7 @@ def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(switch, tmp_pa
         value = chosen if switch == "PAYLEDGER_FORMAT" else ("iceberg" if chosen == "iceberg" else "local")
         env = {**os.environ, "PAYLEDGER_FORMAT": "delta", switch: value}
         parsed = subprocess.run(
-            [str(Path(sys.executable).parent / "dbt"), "parse", "--project-dir", ".", "--profiles-dir", "profiles", "--target-path", str(tmp_path / "target")],
+            [executable("dbt"), "parse", "--project-dir", ".", "--profiles-dir", "profiles", "--target-path", str(tmp_path / "target")],
             cwd=ROOT,
             env=env,
             capture_output=True,

@@ -16,13 +16,11 @@ from __future__ import annotations
 import random
 import subprocess
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-from payledger.load import load_file
 from tests.processes import ROOT, Harness, executable, free_port, new_events
-from tests.support import History, merchant, policy, view_rows
+from tests.support import History, land_specs, merchant, policy, view_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,12 +35,9 @@ def test_thrift_target_builds_the_same_balances_as_local(dbt, warehouse, tmp_pat
     files = remote.landing.take()
 
     # The embedded build: the same files through the same loader, built in this process.
-    for spec in files:
-        kind, path = spec.split("=", 1)
-        load_file(warehouse.spark, kind, Path(path), warehouse.warehouse)
+    land_specs(warehouse.spark, files, warehouse.warehouse)
     dbt.scenario_build()
     expected = view_rows(warehouse)
-    rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects")}
     landed = remote.start("land", *files)
     assert landed.finish() == 0, landed.lines[-20:]
 
@@ -101,7 +96,7 @@ def test_thrift_target_builds_the_same_balances_as_local(dbt, warehouse, tmp_pat
         assert int(got["source_watermark"]) == want["source_watermark"], key
         assert str(got["last_event_time"])[:19] == want["last_event_time"].isoformat(sep=" ")[:19], key
     # And both equal the independent reference.
-    history.assert_matches(expected, rejects)
+    history.assert_view_matches(warehouse)
 
 
 def test_thrift_server_on_a_standalone_master_and_worker(tmp_path):
