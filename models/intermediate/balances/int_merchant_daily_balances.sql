@@ -148,7 +148,7 @@ final as (
         '{{ invocation_id }}' as written_by_invocation_id,
         changed_days.balance_date,
         changed_days.last_event_time,
-        current_timestamp() as written_at
+        {{ build_started_at() }} as written_at
     from changed_days
     cross join observations
 )

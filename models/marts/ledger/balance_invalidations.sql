@@ -105,7 +105,7 @@ final as (
         observations.policy_observed_at,
         slices.from_date,
         slices.observed_at,
-        current_timestamp() as recorded_at
+        {{ build_started_at() }} as recorded_at
     from slices
     cross join watermarks
     cross join observations

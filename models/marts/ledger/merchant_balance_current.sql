@@ -140,7 +140,7 @@ final as (
         source_watermark,
         policy_observed_at,
         '{{ invocation_id }}' as written_by_invocation_id,
-        current_timestamp() as written_at
+        {{ build_started_at() }} as written_at
     from balances
 ),
 
