@@ -3,9 +3,8 @@
         Postings of accepted events: one row per event with its reserve rate, reserve hold and the
         change it makes to each balance (see the docs block `balance_fold`).
         `accepted_events` is a relation or CTE name with the columns of int_payment_events_classified;
-        it is scanned once. The as-of rate (reserve_rates_as_of) is resolved for funds_released
-        events only; windows are partitioned by merchant_id first, so a filter on merchant_id reaches
-        the event scan.
+        it is scanned once, and a filter on it reaches the event scan (no window over the events).
+        The as-of rate (reserve_rates_as_of) is resolved for funds_released events only.
     -#}
     select
         events.merchant_id,
