@@ -1,16 +1,20 @@
 """``payledger bench``: incremental maintenance against a full rebuild and a hand-written peer job.
 
-Measures, in one process and one Spark session with the UI on loopback (for SQL metrics):
+Measures, in one process and one Spark session with the UI on loopback (for SQL metrics), at two
+history sizes (the one asked for and a tenth of it, with new batches of the same size in rows):
 - C: a full rebuild of the balance models (checkpoint + view, guard lifted);
+- P: the best job a Spark engineer would write by hand for the same balances from the landing
+  tables (dedup by aggregation, reference tables broadcast, one pass); it must equal the view;
 - A: an incremental build after appending ~0.2% new events (with duplicates and late events);
 - B: a build after a policy change for one segment effective 30 days back;
-- P: one PySpark job computing the same balances from the landing tables.
+then prints each target of the performance issue as met or missed (``targets``).
 Execution seconds are the sum of ``execution_time`` of model and snapshot nodes in dbt's run results
 (P: the job's own wall time); canonical event rows read are the "number of output rows" of Spark's
-scans of the canonical events table (and, reported apart, of the landing table), from the Spark UI's
-SQL REST API; records written are the rows written by the view's commits (Delta ``numTargetRowsInserted
-+ numTargetRowsUpdated``, Iceberg ``added-records``: ``formats.table_commits``). Runs on the session's
-table format (``make bench FORMAT=delta|iceberg``).
+scans of the canonical events table (and, reported apart, of the landing table and the daily
+checkpoint), bytes read their "size of files read" (Delta, Parquet) or "total file size" (Iceberg),
+from the Spark UI's SQL REST API; records written are the rows written by the view's commits (Delta
+``numTargetRowsInserted + numTargetRowsUpdated``, Iceberg ``added-records``:
+``formats.table_commits``). Runs on the session's table format (``make bench FORMAT=delta|iceberg``).
 """
 
 from __future__ import annotations
@@ -18,20 +22,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import time
 import urllib.request
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from payledger.contract import POLICY_FILE_SCHEMA
 from payledger.dbt import DbtInvocation, run_dbt
-from payledger.formats import rows_written, session_format, table_commits
+from payledger.demo import write_retroactive_policy
+from payledger.formats import rows_written, session_format, table_bytes, table_commits
 from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
@@ -60,6 +62,8 @@ class Phase:
     records_written: int
     seconds_by_node: dict[str, float]
     checkpoint_rows_read: int = 0
+    #: The last SQL execution id of each step (SqlMetrics windows).
+    step_last_ids: dict[str, int] = field(default_factory=dict)
 
     @property
     def canonical_rows_read(self) -> int:
@@ -88,18 +92,39 @@ class SqlMetrics:
     def last_id(self) -> int:
         return max((e["id"] for e in self._executions()), default=-1)
 
-    def rows_read(self, after_id: int, table: str) -> int:
-        """Rows output by scans of ``table`` in executions with id > ``after_id``."""
-        total = 0
+    def _scan_metrics(self, after_id: int, table: str, names: tuple[str, ...], until_id: int | None) -> list[str]:
+        values = []
         for execution in self._executions():
-            if execution["id"] <= after_id:
+            if execution["id"] <= after_id or (until_id is not None and execution["id"] > until_id):
                 continue
             for node in execution.get("nodes", []):
                 if "Scan" in node["nodeName"] and table in node["nodeName"]:
-                    for metric in node.get("metrics", []):
-                        if metric["name"] == "number of output rows":
-                            total += int(str(metric["value"]).replace(",", "").split()[0])
-        return total
+                    values += [str(m["value"]) for m in node.get("metrics", []) if m["name"] in names]
+        return values
+
+    def rows_read(self, after_id: int, table: str, until_id: int | None = None) -> int:
+        """Rows output by scans of ``table`` in executions with ``after_id < id <= until_id``."""
+        return sum(int(value.replace(",", "").split()[0]) for value in self._scan_metrics(after_id, table, ("number of output rows",), until_id))
+
+    def bytes_read(self, after_id: int, table: str, until_id: int | None = None) -> int:
+        """Bytes of the files that scans of ``table`` read (Parquet/Delta "size of files read",
+        Iceberg "total file size (bytes)") in executions with ``after_id < id <= until_id``."""
+        values = self._scan_metrics(after_id, table, ("size of files read", "total file size (bytes)"), until_id)
+        return sum(_bytes(value) for value in values)
+
+
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def _bytes(value: str) -> int:
+    """A size metric as the UI shows it (``12.3 MiB``, or ``total (min, med, max ...)`` then the
+    total on the next line, or a plain count of bytes) in bytes."""
+    lines = value.strip().splitlines()
+    text = lines[1] if len(lines) > 1 and lines[0].startswith("total") else lines[0]
+    match = re.match(r"\s*([\d.,]+)\s*(B|KiB|MiB|GiB|TiB)?", text)
+    if not match:
+        raise ValueError(f"unreadable size metric {value!r}")
+    return int(float(match.group(1).replace(",", "")) * _UNITS[match.group(2) or "B"])
 
 
 def _model_seconds(build: DbtInvocation) -> float:
@@ -121,6 +146,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
     canonical: dict[str, int] = {}
     landing = 0
     checkpoint = 0
+    last_ids: dict[str, int] = {}
     for label, dbt_args in steps:
         first = metrics.last_id()
         build = run_dbt(*dbt_args)
@@ -131,37 +157,41 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         canonical[label] = metrics.rows_read(first, CANONICAL)
         landing += metrics.rows_read(first, LANDING)
         checkpoint += metrics.rows_read(first, CHECKPOINT)
+        last_ids[label] = metrics.last_id()
     after = table_commits(spark, VIEW)
     # A full refresh replaces the table: count what its last commit wrote.
     written = rows_written(after[commits:]) if len(after) > commits else rows_written(after[-1:])
-    return Phase(name, seconds, canonical, landing, written, by_node, checkpoint)
+    return Phase(name, seconds, canonical, landing, written, by_node, checkpoint, last_ids)
 
 
 PEER_SQL = """
-with landed as (
-    select * from payledger_raw.payment_events
-),
-valid as (
-    select *, row_number() over (partition by event_id order by ingest_seq) as copy_number
-    from landed
+with valid_copies as (
+    select event_id, ingest_seq, merchant_id, currency, event_type, amount, event_time
+    from payledger_raw.payment_events
     where event_id is not null and trim(event_id) != ''
         and merchant_id is not null and trim(merchant_id) != ''
         and event_type in ('capture_settled', 'funds_released', 'reserve_released', 'refund_posted',
                            'chargeback_opened', 'chargeback_won', 'chargeback_lost', 'payout_paid')
         and amount > 0 and currency rlike '^[A-Z]{3}$' and event_time is not null
 ),
-accepted as (select *, to_date(event_time) as event_date from valid where copy_number = 1),
-rates as (
-    select a.event_id, p.reserve_pct
-    from accepted a
-    join payledger_raw.merchants m on m.merchant_id = a.merchant_id and m.segment_effective_from <= a.event_date
-    join payledger_raw.reserve_policies p on p.segment = m.segment and p.effective_from <= a.event_date
-    where a.event_type = 'funds_released'
+accepted as (
+    select first.*
+    from (
+        select min_by(struct(merchant_id, currency, event_type, amount, event_time), ingest_seq) as first
+        from valid_copies
+        group by event_id
+    )
 ),
 posted as (
-    select a.merchant_id, a.currency, a.event_type, a.amount, a.event_time, a.ingest_seq,
-        round(a.amount * coalesce(r.reserve_pct, 0), 2) as h
-    from accepted a left join rates r on a.event_id = r.event_id
+    select /*+ broadcast(m), broadcast(p) */
+        a.merchant_id, a.currency, a.event_type, a.amount, a.event_time,
+        case when a.event_type = 'funds_released'
+                and m.segment_effective_from <= to_date(a.event_time)
+                and p.effective_from <= to_date(a.event_time)
+            then round(a.amount * p.reserve_pct, 2) else 0 end as h
+    from accepted a
+    left join payledger_raw.merchants m on m.merchant_id = a.merchant_id
+    left join payledger_raw.reserve_policies p on p.segment = m.segment
 )
 select merchant_id, currency,
     cast(sum(case event_type when 'funds_released' then amount - h when 'reserve_released' then amount
@@ -177,7 +207,9 @@ from posted group by 1, 2
 
 
 def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
-    """The hand-written job (one version per policy and merchant: run before any change)."""
+    """The hand-written job: dedup by aggregation (the lowest ingest_seq of each event_id's valid
+    copies), reference tables broadcast, one pass over the landing table. The landing tables hold
+    one version per policy and merchant (current state): run before any change."""
     first = metrics.last_id()
     started = time.monotonic()
     spark.sql("drop table if exists payledger.peer_balances")
@@ -193,35 +225,111 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
     return Phase("P peer job", seconds, {}, rows, 0, {}), int(differing)
 
 
-def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out: Path) -> dict:
-    """Run the benchmark and write ``out`` (JSON); returns the figures."""
-    end_date = dt.date(2026, 11, 1)
+@dataclass(frozen=True)
+class BenchSize:
+    """One history size of the bench: ``suffix`` of its keys in bench.json (``""`` or ``"_small"``),
+    clean events and merchants of the history, and clean events of the new batch (the same count at
+    every size, so that A compares batches of one size over histories of different sizes)."""
+
+    suffix: str
+    events: int
+    merchants: int
+    batch_events: int
+
+
+@dataclass
+class SizeResult:
+    """The phases and counts of one size's run."""
+
+    size: BenchSize
+    initial: Phase
+    full: Phase
+    peer: Phase
+    incremental: Phase
+    replay: Phase
+    peer_differences: int
+    reconciled: bool
+    failures: list[str]
+    batch_rows_loaded: int
+    view_rows: int
+    canonical_rows: int
+    canonical_bytes: int
+    checkpoint_rows: int
+    slice_canonical_rows: int
+    slice_checkpoint_rows: int
+    dedup_bytes_read: int
+
+    def figures(self) -> dict:
+        """The size's figures, under bench.json's keys (without the size's suffix)."""
+        full, incremental, replay, peer = self.full, self.incremental, self.replay, self.peer
+        return {
+            "events_total": self.canonical_rows,
+            "full_s": round(full.seconds, 2),
+            "incremental_s": round(incremental.seconds, 2),
+            "replay_s": round(replay.seconds, 2),
+            "peer_s": round(peer.seconds, 2),
+            "full_rows_read": full.canonical_rows_read,
+            "incremental_rows_read": incremental.canonical_rows_read,
+            "replay_rows_read": replay.canonical_rows_read,
+            "incremental_records_written": incremental.records_written,
+            "replay_records_written": replay.records_written,
+            "view_rows": self.view_rows,
+            "batch_rows_loaded": self.batch_rows_loaded,
+            "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
+            "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
+            "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
+            "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
+            "landing_rows_read": {
+                "full": full.landing_rows_read,
+                "incremental": incremental.landing_rows_read,
+                "replay": replay.landing_rows_read,
+                "peer": peer.landing_rows_read,
+            },
+            "checkpoint_rows_read": {
+                "full": full.checkpoint_rows_read,
+                "incremental": incremental.checkpoint_rows_read,
+                "replay": replay.checkpoint_rows_read,
+            },
+            "checkpoint_rows": self.checkpoint_rows,
+            "canonical_bytes": self.canonical_bytes,
+            "dedup_bytes_read": self.dedup_bytes_read,
+            "replay_slice_canonical_rows": self.slice_canonical_rows,
+            "replay_slice_checkpoint_rows": self.slice_checkpoint_rows,
+            "peer_keys_differing_from_view": self.peer_differences,
+            "reconciled_after_runs": self.reconciled,
+            "initial_build_s": round(self.initial.seconds, 2),
+            "events_requested": self.size.events,
+            "merchants": self.size.merchants,
+        }
+
+
+END_DATE = dt.date(2026, 11, 1)
+
+
+def _prepare(size: BenchSize, data_dir: Path, console: Console) -> tuple[Path, Path, Path, str, dt.date]:
+    """Generate the size's history, its batch and the policy change; returns their folders, the
+    changed segment and the change's effective date."""
     history, batch, change = data_dir / "history", data_dir / "batch", data_dir / "policy_change"
     started = time.monotonic()
-    generate(GenerateOptions(events=events, merchants=merchants, segments=10, days=365, end_date=end_date), history)
-    console.print(f"generated {events:,} events in {time.monotonic() - started:.0f}s")
+    generate(GenerateOptions(events=size.events, merchants=size.merchants, segments=10, days=365, end_date=END_DATE), history)
+    console.print(f"generated {size.events:,} events for {size.merchants:,} merchants in {time.monotonic() - started:.0f}s")
     generate_batch(
-        GenerateOptions(events=max(1000, int(events * 0.002)), merchants=merchants, segments=10, days=2, end_date=end_date + dt.timedelta(days=2), seed=44),
+        GenerateOptions(events=size.batch_events, merchants=size.merchants, segments=10, days=2, end_date=END_DATE + dt.timedelta(days=2), seed=44),
         history / EVENT_FILE,
         batch,
         id_prefix="b44_",
     )
-    policies = pq.read_table(history / POLICY_FILE).to_pylist()
-    segment = policies[0]["segment"]
-    change.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        pa.table(
-            {
-                "segment": [segment],
-                "reserve_pct": pa.array([min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))], POLICY_FILE_SCHEMA.field("reserve_pct").type),
-                "effective_from": pa.array([end_date - dt.timedelta(days=30)], pa.date32()),
-            }
-        ),
-        change / POLICY_FILE,
-    )
+    segment, _, effective = write_retroactive_policy(history, change, END_DATE)
+    return history, batch, change, segment, effective
 
-    spark = get_spark()
-    metrics = SqlMetrics(spark)
+
+def _count(spark, query: str) -> int:
+    return int(spark.sql(query).first()[0])
+
+
+def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, console: Console) -> SizeResult:
+    """Build the size's history, then measure C, P, A and B on it, in that order."""
+    history, batch, change, segment, effective = _prepare(size, data_dir, console)
     drop_project_schemas(spark)
     warehouse = default_warehouse()
     load_file(spark, "merchants", history / MERCHANT_FILE, warehouse)
@@ -241,71 +349,169 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     console.print(f"P: {peer.seconds:.1f}s ({peer_differences} keys differ from the view)")
 
     loaded_batch = load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
+    first = metrics.last_id()
     incremental = _measure(spark, metrics, "A new events", BUILD_STEPS)
+    # The classification is the first step of A: its scans of canonical events are the dedup lookup.
+    dedup_bytes = metrics.bytes_read(first, CANONICAL, until_id=incremental.step_last_ids["classification"])
     console.print(f"A: {incremental.seconds:.1f}s")
     load_file(spark, "reserve_policies", change / POLICY_FILE, warehouse)
     replay = _measure(spark, metrics, "B policy change", BUILD_STEPS)
     console.print(f"B: {replay.seconds:.1f}s")
     check = run_dbt("test", "--select", "merchant_balance_current")
-    view_rows = spark.sql(f"select count(*) as n from {VIEW}").first()["n"]
-    canonical_rows = spark.sql(f"select count(*) as n from payledger_intermediate.{CANONICAL}").first()["n"]
-    checkpoint_rows = spark.sql(f"select count(*) as n from payledger_intermediate.{CHECKPOINT}").first()["n"]
+    slice_merchants = f"(select merchant_id from payledger_raw.merchants where segment = '{segment}')"
+    intermediate = "payledger_intermediate"
+    return SizeResult(
+        size=size,
+        initial=initial,
+        full=full,
+        peer=peer,
+        incremental=incremental,
+        replay=replay,
+        peer_differences=peer_differences,
+        reconciled=bool(check.success),
+        failures=check.failures(),
+        batch_rows_loaded=loaded_batch,
+        view_rows=_count(spark, f"select count(*) from {VIEW}"),
+        canonical_rows=_count(spark, f"select count(*) from {intermediate}.{CANONICAL}"),
+        canonical_bytes=table_bytes(spark, f"{intermediate}.{CANONICAL}"),
+        checkpoint_rows=_count(spark, f"select count(*) from {intermediate}.{CHECKPOINT}"),
+        slice_canonical_rows=_count(
+            spark,
+            f"select count(*) from {intermediate}.{CANONICAL} where is_accepted and event_date >= date '{effective}' and merchant_id in {slice_merchants}",
+        ),
+        slice_checkpoint_rows=_count(spark, f"select count(*) from {intermediate}.{CHECKPOINT} where merchant_id in {slice_merchants}"),
+        dedup_bytes_read=dedup_bytes,
+    )
 
-    figures = {
-        "events_total": int(canonical_rows),
-        "full_s": round(full.seconds, 2),
-        "incremental_s": round(incremental.seconds, 2),
-        "replay_s": round(replay.seconds, 2),
-        "peer_s": round(peer.seconds, 2),
-        "full_rows_read": full.canonical_rows_read,
-        "incremental_rows_read": incremental.canonical_rows_read,
-        "replay_rows_read": replay.canonical_rows_read,
-        "incremental_records_written": incremental.records_written,
-        "replay_records_written": replay.records_written,
-        "view_rows": int(view_rows),
-        "batch_rows_loaded": loaded_batch,
-        "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
-        "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
-        "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
-        "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
-        "landing_rows_read": {
-            "full": full.landing_rows_read,
-            "incremental": incremental.landing_rows_read,
-            "replay": replay.landing_rows_read,
-            "peer": peer.landing_rows_read,
-        },
-        "checkpoint_rows_read": {
-            "full": full.checkpoint_rows_read,
-            "incremental": incremental.checkpoint_rows_read,
-            "replay": replay.checkpoint_rows_read,
-        },
-        "checkpoint_rows": int(checkpoint_rows),
-        "peer_keys_differing_from_view": peer_differences,
-        "reconciled_after_runs": bool(check.success),
-        "initial_build_s": round(initial.seconds, 2),
-        "events_requested": events,
-        "merchants": merchants,
-    }
-    table = Table(title=f"PayLedger bench: {canonical_rows:,} ingested events, {merchants:,} merchants, {view_rows:,} view rows")
-    for column in ("run", "execution s", "x C", "canonical rows read", "% of events", "view records written"):
+
+@dataclass(frozen=True)
+class Target:
+    """One target of the performance issue: ``value`` compared with ``limit`` (met when <=)."""
+
+    name: str
+    value: float
+    limit: float
+    detail: str
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "value": round(self.value, 4), "limit": self.limit, "met": self.met, "detail": self.detail}
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else float("inf")
+
+
+def targets(large: SizeResult, small: SizeResult) -> list[Target]:
+    """The targets, each measured in this run (ratios, not absolute times)."""
+    found = [
+        Target("C <= 1.0 x P", _ratio(large.full.seconds, large.peer.seconds), 1.0, f"C {large.full.seconds:.1f} s, P {large.peer.seconds:.1f} s"),
+        Target(
+            "A <= 0.10 x P",
+            _ratio(large.incremental.seconds, large.peer.seconds),
+            0.10,
+            f"A {large.incremental.seconds:.1f} s, P {large.peer.seconds:.1f} s",
+        ),
+        Target("B <= 0.25 x P", _ratio(large.replay.seconds, large.peer.seconds), 0.25, f"B {large.replay.seconds:.1f} s, P {large.peer.seconds:.1f} s"),
+        Target(
+            "A(large) <= 1.25 x A(small)",
+            _ratio(large.incremental.seconds, small.incremental.seconds),
+            1.25,
+            f"A {large.incremental.seconds:.1f} s on {large.canonical_rows:,} events, {small.incremental.seconds:.1f} s on {small.canonical_rows:,}",
+        ),
+    ]
+    for result in (large, small):
+        label = "large" if not result.size.suffix else "small"
+        found.append(
+            Target(
+                f"B canonical rows read <= 1.2 x its slice's ({label})",
+                _ratio(result.replay.canonical_rows_read, result.slice_canonical_rows),
+                1.2,
+                f"{result.replay.canonical_rows_read:,} read, slice {result.slice_canonical_rows:,}",
+            )
+        )
+        found.append(
+            Target(
+                f"B checkpoint rows read <= 1.2 x its slice keys' ({label})",
+                _ratio(result.replay.checkpoint_rows_read, result.slice_checkpoint_rows),
+                1.2,
+                f"{result.replay.checkpoint_rows_read:,} read, slice keys' rows {result.slice_checkpoint_rows:,}",
+            )
+        )
+    found.append(
+        Target(
+            "dedup bytes read in A <= 10% of canonical bytes",
+            _ratio(large.dedup_bytes_read, large.canonical_bytes),
+            0.10,
+            f"{large.dedup_bytes_read:,} of {large.canonical_bytes:,} bytes",
+        )
+    )
+    return found
+
+
+def _print_size(console: Console, result: SizeResult) -> None:
+    full, incremental, replay, peer = result.full, result.incremental, result.replay, result.peer
+    table = Table(title=f"{result.canonical_rows:,} ingested events, {result.size.merchants:,} merchants, {result.view_rows:,} view rows")
+    for column in ("run", "execution s", "x P", "canonical rows read", "% of events", "checkpoint rows read", "view records written"):
         table.add_column(column, justify="right" if column != "run" else "left")
     for phase in (full, incremental, replay, peer):
         table.add_row(
             phase.name,
             f"{phase.seconds:.1f}",
-            f"{phase.seconds / full.seconds:.2f}" if full.seconds else "-",
+            f"{_ratio(phase.seconds, peer.seconds):.2f}",
             f"{phase.canonical_rows_read:,}" if phase is not peer else f"(landing {phase.landing_rows_read:,})",
-            f"{100 * phase.canonical_rows_read / canonical_rows:.1f}%" if phase is not peer else "-",
+            f"{100 * phase.canonical_rows_read / result.canonical_rows:.1f}%" if phase is not peer else "-",
+            f"{phase.checkpoint_rows_read:,}" if phase is not peer else "-",
             f"{phase.records_written:,}" if phase is not peer else "-",
         )
     console.print(table)
     for phase in (full, incremental, replay):
         parts = ", ".join(f"{node} {rows:,}" for node, rows in sorted(phase.canonical_reads.items()))
-        console.print(f"{phase.name}: canonical rows read by node: {parts}; checkpoint rows read {phase.checkpoint_rows_read:,}")
-    console.print(f"reconciliation after the runs: {'reconciled' if check.success else 'FAILED: ' + str(check.failures())}")
+        slowest = ", ".join(f"{node} {t:.1f}" for node, t in sorted(phase.seconds_by_node.items(), key=lambda item: -item[1])[:4])
+        console.print(f"{phase.name}: canonical rows read by step: {parts}; slowest nodes (s): {slowest}")
+    console.print(f"P equals the view on every key: {'yes' if not result.peer_differences else f'NO, {result.peer_differences} keys differ'}")
+    console.print(f"reconciliation after the runs: {'reconciled' if result.reconciled else 'FAILED: ' + str(result.failures)}")
+
+
+def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out: Path) -> dict:
+    """Run the benchmark at two history sizes (``events``/``merchants`` and a tenth of both, with
+    the same batch size in rows) and write ``out`` (JSON); returns the figures.
+
+    bench.json holds the large size's figures under their keys, the small size's under the same
+    keys in ``small`` and, for the time figures, with the suffix ``_small`` at the top level, and
+    ``targets`` (name, value, limit, met, detail). Raises ``RuntimeError`` when a dbt step fails.
+    """
+    batch_events = max(1000, int(events * 0.002))
+    large = BenchSize("", events, merchants, batch_events)
+    small = BenchSize("_small", max(10_000, events // 10), max(100, merchants // 10), batch_events)
+    spark = get_spark()
+    metrics = SqlMetrics(spark)
+    results = {}
+    for size in (small, large):
+        console.rule(f"history of {size.events:,} events, {size.merchants:,} merchants; batch of {size.batch_events:,} events")
+        results[size.suffix] = _run_size(spark, metrics, size, data_dir / (size.suffix.strip("_") or "large"), console)
+        _print_size(console, results[size.suffix])
+    found = targets(results[""], results["_small"])
+    figures = results[""].figures()
+    small_figures = results["_small"].figures()
+    figures |= {f"{key}_small": small_figures[key] for key in ("peer_s", "full_s", "incremental_s", "replay_s", "dedup_bytes_read")}
+    figures["small"] = small_figures
+    figures["targets"] = [target.as_dict() for target in found]
+    console.rule("targets")
+    table = Table()
+    for column in ("target", "measured", "limit", "", "detail"):
+        table.add_column(column)
+    for target in found:
+        table.add_row(target.name, f"{target.value:.3f}", f"{target.limit:g}", "[green]met[/]" if target.met else "[red]missed[/]", target.detail)
+    console.print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")
     console.print(f"wrote {out}")
+    if not all(result.reconciled for result in results.values()):
+        raise RuntimeError("the view did not reconcile after the bench's runs")
     return figures
 
 

@@ -54,7 +54,7 @@ def _build(console: Console, spark, name: str) -> Step:
     return step
 
 
-def _retroactive_policy(history: Path, out: Path, end_date: dt.date) -> tuple[str, Decimal, dt.date]:
+def write_retroactive_policy(history: Path, out: Path, end_date: dt.date) -> tuple[str, Decimal, dt.date]:
     """Raise the first segment's reserve_pct by 5 points, effective 30 days before the end of history."""
     policies = pq.read_table(history / POLICY_FILE).to_pylist()
     segment = policies[0]["segment"]
@@ -86,7 +86,7 @@ def run_demo(events: int, merchants: int, data_dir: Path, console: Console) -> b
         batch,
         id_prefix="b43_",
     )
-    segment, pct, effective = _retroactive_policy(history, change, end_date)
+    segment, pct, effective = write_retroactive_policy(history, change, end_date)
 
     spark = get_spark()
     warehouse = default_warehouse()

@@ -115,3 +115,14 @@ def _iceberg_commit(row: dict[str, Any], first: bool) -> Commit:
 def rows_written(commits: list[Commit]) -> int:
     """Rows physically written by these commits (sum of ``rows_written``)."""
     return sum(commit.rows_written for commit in commits)
+
+
+def table_bytes(spark, table: str) -> int:
+    """Bytes of the data files of ``table``'s current version.
+
+    Delta: ``DESCRIBE DETAIL`` ``sizeInBytes``; Iceberg: the sum of ``file_size_in_bytes`` of its
+    ``data_files`` metadata table.
+    """
+    if session_format(spark) == DELTA:
+        return int(spark.sql(f"describe detail {table}").first()["sizeInBytes"])
+    return int(spark.sql(f"select coalesce(sum(file_size_in_bytes), 0) as n from {table}.data_files").first()["n"])
