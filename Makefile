@@ -9,7 +9,7 @@ STAMP := $(VENV)/.payledger-installed
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
 export PAYLEDGER_HOME := $(CURDIR)
 
-.PHONY: help setup demo test soak lint docs thrift bench clean
+.PHONY: help setup demo test soak lint docs thrift bench bench-aging maintain clean
 
 PYTEST_ARGS ?=
 # The table format of soak and bench runs (make test runs both formats).
@@ -18,6 +18,9 @@ DOCS_PORT ?= 8080
 DOCS_TARGET ?= target
 EVENTS ?= 30000000
 MERCHANTS ?= 50000
+AGING_EVENTS ?= 3000000
+AGING_MERCHANTS ?= 5000
+AGING_BUILDS ?= 100
 
 help: ## List the tasks
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -64,6 +67,12 @@ thrift: setup ## Start a Spark Thrift Server on 127.0.0.1:10000 for `dbt build -
 
 bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000 FORMAT=delta|iceberg); writes target/bench.json
 	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)
+
+bench-aging: setup ## Many small scheduled builds with maintenance (AGING_BUILDS=100 on AGING_EVENTS=3000000); writes target/bench_aging.json and .png
+	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger bench-aging --events $(AGING_EVENTS) --merchants $(AGING_MERCHANTS) --builds $(AGING_BUILDS)
+
+maintain: setup ## Table maintenance of the default warehouse now: compaction, delete purge, retention (what the cron build does when due)
+	$(VENV)/bin/payledger maintain
 
 clean: ## Remove the warehouse, generated data and dbt artefacts (keeps .venv and jars)
 	rm -rf warehouse data target logs

@@ -1,4 +1,5 @@
-"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``thrift``, ``demo`` and ``bench`` over the project's warehouse."""
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``maintain``, ``thrift``, ``demo``, ``bench`` and
+``bench-aging`` over the project's warehouse."""
 
 from __future__ import annotations
 
@@ -112,16 +113,70 @@ def sql_command(query: str, fmt: str) -> None:
 @click.option(
     "--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build before giving up (exit 75)."
 )
+@click.option(
+    "--maintain-every",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Maintain tables with at least this many commits since their last maintenance (0: never). [default: $PAYLEDGER_MAINTAIN_EVERY or 24]",
+)
+@click.option(
+    "--retention-hours",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="History kept for time travel by maintenance. [default: $PAYLEDGER_RETENTION_HOURS or 168]",
+)
 @click.argument("dbt_args", nargs=-1, type=click.UNPROCESSED)
-def build_command(wait_s: float, dbt_args: tuple[str, ...]) -> None:
-    """The scheduled build: source freshness, then `dbt build DBT_ARGS`, under the warehouse's lock.
+def build_command(wait_s: float, maintain_every: int | None, retention_hours: float | None, dbt_args: tuple[str, ...]) -> None:
+    """The scheduled build: source freshness, `dbt build DBT_ARGS`, then table maintenance when due,
+    under the warehouse's lock.
 
     Logs one JSON object per step on stdout. Exit 0 on success, 1 when freshness or the build fails,
     75 when another build holds the lock (nothing was run).
     """
     from payledger.schedule import scheduled_build
 
-    sys.exit(scheduled_build(wait_s, dbt_args))
+    sys.exit(scheduled_build(wait_s, dbt_args, maintain_every=maintain_every, retention_hours=retention_hours))
+
+
+@main.command("maintain")
+@click.option(
+    "--retention-hours",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="History kept for time travel (VACUUM / expire_snapshots). [default: $PAYLEDGER_RETENTION_HOURS or 168]",
+)
+@click.option(
+    "--every",
+    "every_commits",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Only tables with at least this many commits since their last maintenance (0: every table).",
+)
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build (exit 75 after).")
+def maintain_command(retention_hours: float | None, every_commits: int, wait_s: float) -> None:
+    """Compact small files and row deletes, and apply history retention, on every project table.
+
+    Delta: OPTIMIZE, REORG ... APPLY (PURGE), VACUUM; Iceberg: rewrite_data_files,
+    rewrite_position_delete_files, rewrite_manifests, expire_snapshots. Runs under the build lock:
+    never during a build. Prints one JSON object per table maintained.
+    """
+    from payledger.maintain import maintain, retention_hours_setting
+    from payledger.schedule import EXIT_LOCKED, BuildLocked
+    from payledger.spark import default_warehouse
+
+    try:
+        done = maintain(
+            default_warehouse(),
+            every_commits=every_commits,
+            retention_hours=retention_hours_setting() if retention_hours is None else retention_hours,
+            wait_s=wait_s,
+        )
+    except BuildLocked as locked:
+        click.echo(f"payledger maintain: {locked}", err=True)
+        sys.exit(EXIT_LOCKED)
+    for table in done:
+        click.echo(json.dumps(table.as_dict()))
 
 
 @main.command("thrift")
@@ -166,6 +221,11 @@ def demo_command(events: int, merchants: int) -> None:
     sys.exit(0 if reconciled else 1)
 
 
+def _report_console(console_class):
+    """A rich Console for a bench report: the terminal's width, or 160 columns in a log file."""
+    return console_class() if sys.stdout.isatty() else console_class(width=160)
+
+
 @main.command("bench")
 @click.option("--events", type=click.IntRange(min=10_000), default=30_000_000, show_default=True)
 @click.option("--merchants", type=click.IntRange(min=100), default=50_000, show_default=True)
@@ -179,4 +239,46 @@ def bench_command(events: int, merchants: int) -> None:
     from payledger.bench import run_bench
     from payledger.spark import PROJECT_ROOT
 
-    run_bench(events, merchants, Console(), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
+    run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
+
+
+@main.command("bench-aging")
+@click.option("--events", type=click.IntRange(min=10_000), default=3_000_000, show_default=True)
+@click.option("--merchants", type=click.IntRange(min=100), default=5_000, show_default=True)
+@click.option("--builds", type=click.IntRange(min=20), default=100, show_default=True)
+@click.option(
+    "--batch-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.0001,
+    show_default=True,
+    help="New events per build, as a share of the history.",
+)
+@click.option(
+    "--maintain-every",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The maintenance schedule, as in `payledger build`. [default: $PAYLEDGER_MAINTAIN_EVERY or 24]",
+)
+def bench_aging_command(events: int, merchants: int, builds: int, batch_share: float, maintain_every: int | None) -> None:
+    """Many small scheduled builds in a row with maintenance; writes target/bench_aging.json and .png."""
+    from payledger.bench import bench_environment
+
+    bench_environment()
+    from rich.console import Console
+
+    from payledger.aging import run_aging
+    from payledger.maintain import every_commits_setting, retention_hours_setting
+    from payledger.spark import PROJECT_ROOT
+
+    figures = run_aging(
+        _report_console(Console),
+        PROJECT_ROOT / "data" / "bench_aging",
+        PROJECT_ROOT / "target",
+        events=events,
+        merchants=merchants,
+        builds=builds,
+        batch_share=batch_share,
+        maintain_every=every_commits_setting() if maintain_every is None else maintain_every,
+        retention_hours=retention_hours_setting(),
+    )
+    sys.exit(0 if figures["reconciled"] else 1)

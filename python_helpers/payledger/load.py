@@ -106,7 +106,7 @@ def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[
 
 
 @contextlib.contextmanager
-def _load_lock(warehouse: Path) -> Iterator[None]:
+def load_lock(warehouse: Path) -> Iterator[None]:
     """Serialise loaders on one warehouse: ``ingest_seq`` is max + 1, so two loads must not interleave."""
     warehouse.mkdir(parents=True, exist_ok=True)
     with open(warehouse / ".load.lock", "w") as handle:
@@ -158,7 +158,7 @@ def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
         raise LoadError(f"unknown landing table {kind!r}; expected one of {sorted(LANDING_TABLES)}")
     _, schema, key = LANDING_TABLES[kind]
     optional = {"updated_at"} if key else set()
-    with tempfile.TemporaryDirectory(prefix="payledger-load-") as tmp, _load_lock(warehouse):
+    with tempfile.TemporaryDirectory(prefix="payledger-load-") as tmp, load_lock(warehouse):
         staged_path = Path(tmp) / "staged.parquet"
         rows = 0
         with pq.ParquetWriter(staged_path, schema.append(pa.field(ROW_COLUMN, pa.int64()))) as writer:

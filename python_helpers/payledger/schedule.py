@@ -1,7 +1,8 @@
 """Scheduled builds (cron): one build at a time per warehouse, logged as JSON lines.
 
 ``scheduled_build`` takes an exclusive ``flock`` on ``<warehouse>/.payledger-build.lock``, runs
-``dbt source freshness`` and ``dbt build`` in-process, and reports each step as one JSON object per
+``dbt source freshness``, ``dbt build`` and, when tables are due, table maintenance
+(``maintain.maintain_tables``) in-process, and reports each step as one JSON object per
 line (dbt's own messages, errors only, are JSON lines too: ``--log-format json``). A second build
 that cannot get the lock within ``wait_s`` exits with ``EXIT_LOCKED`` (75, ``EX_TEMPFAIL``) before
 touching the warehouse; the next scheduled run catches up, because every build replays whatever
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from payledger.dbt import run_dbt
-from payledger.spark import default_warehouse
+from payledger.load import load_lock
+from payledger.maintain import every_commits_setting, maintain_tables, retention_hours_setting
+from payledger.spark import default_warehouse, get_spark
 
 LOCK_FILE = ".payledger-build.lock"
 EXIT_LOCKED = 75
@@ -69,15 +72,30 @@ def build_lock(warehouse: Path, wait_s: float = 0.0) -> Iterator[Path]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def scheduled_build(wait_s: float = 0.0, build_args: tuple[str, ...] = (), emit: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """Run ``dbt source freshness`` then ``dbt build <build_args>`` under the build lock.
+def scheduled_build(
+    wait_s: float = 0.0,
+    build_args: tuple[str, ...] = (),
+    emit: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    maintain_every: int | None = None,
+    retention_hours: float | None = None,
+) -> int:
+    """Run ``dbt source freshness``, ``dbt build <build_args>`` and due table maintenance under the
+        build lock.
 
-    ``emit`` receives one dict per step (default: print it as a JSON line): ``event`` is one of
-    ``locked``, ``lock_acquired``, ``freshness`` (``success``, ``stale``: sources past warn_after
-    or error_after, with their status), ``build`` (``success``, ``invocation_id``, ``seconds``,
-    ``failures``) and ``done`` (``exit_code``). Returns the process exit code: 0 when both steps
-    succeed, 1 when either fails (a freshness error means late data: the build still runs),
-    ``EXIT_LOCKED`` when another build holds the lock.
+        Maintenance (after a successful build, under the load lock too) covers the project tables
+        with at least ``maintain_every`` commits since their last maintenance (default
+        ``$PAYLEDGER_MAINTAIN_EVERY`` or 24; 0 turns it off), keeping ``retention_hours`` of history
+        (default ``$PAYLEDGER_RETENTION_HOURS`` or 168).
+
+        ``emit`` receives one dict per step (default: print it as a JSON line): ``event`` is one of
+        ``locked``, ``lock_acquired``, ``freshness`` (``success``, ``stale``: sources past warn_after
+        or error_after, with their status), ``build`` (``success``, ``invocation_id``, ``seconds``,
+        ``failures``), ``maintenance`` (``seconds``, ``tables``: per table maintained, the commits since
+    its last maintenance and data and delete file counts before and after; only when some table was
+    due) and ``done`` (``exit_code``). Returns the process exit code: 0 when both steps
+        succeed, 1 when either fails (a freshness error means late data: the build still runs),
+        ``EXIT_LOCKED`` when another build holds the lock.
     """
     emit = emit or (lambda record: print(json.dumps(record), flush=True))
     warehouse = default_warehouse()
@@ -101,6 +119,18 @@ def scheduled_build(wait_s: float = 0.0, build_args: tuple[str, ...] = (), emit:
                 failures=build.failures() or ([str(build.exception)] if build.exception else []),
             )
             code = 0 if freshness.success and build.success else 1
+            every = every_commits_setting() if maintain_every is None else maintain_every
+            if build.success and every > 0:
+                started = time.monotonic()
+                with load_lock(warehouse):
+                    done = maintain_tables(
+                        get_spark(),
+                        warehouse,
+                        every_commits=every,
+                        retention_hours=retention_hours_setting() if retention_hours is None else retention_hours,
+                    )
+                if done:
+                    log("maintenance", seconds=round(time.monotonic() - started, 1), tables=[t.as_dict() for t in done])
     except BuildLocked as locked:
         log("locked", message=str(locked))
         code = EXIT_LOCKED

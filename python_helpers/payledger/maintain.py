@@ -1,0 +1,208 @@
+"""``payledger maintain``: table maintenance, so that reads do not slow down as commits pile up.
+
+Every build appends small files and, on merge-on-read tables, row deletes kept beside the data
+(Delta deletion vectors, Iceberg position deletes); a view built every 15 minutes makes 35,000
+commits a year. Per project table (every table of the ``payledger*`` schemas, landing tables and
+snapshots included), maintenance
+- compacts small files and rewrites the files that carry deletes: Delta ``OPTIMIZE`` and
+  ``REORG TABLE ... APPLY (PURGE)``; Iceberg ``rewrite_data_files`` (with deletes),
+  ``rewrite_position_delete_files`` and ``rewrite_manifests``;
+- applies history retention: Delta ``VACUUM`` (files no version younger than the retention period
+  needs), Iceberg ``expire_snapshots`` (snapshots older than the retention period; the current one
+  is always kept).
+Each of these is one commit of its table: rows are only rewritten, never changed or dropped, and a
+reader sees the table before or after it. Time travel (``VERSION AS OF`` / ``TIMESTAMP AS OF``)
+reaches back at least ``retention_hours``. Maintenance holds the warehouse's build lock and its
+load lock, so it never runs during a build or a load.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from payledger.formats import DELTA, session_format, table_commits
+from payledger.warehouse import project_relations
+
+#: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
+DEFAULT_RETENTION_HOURS = 168.0
+#: Default schedule: a table is due for maintenance after this many commits since its last one
+#: (24 builds: every 6 hours at a 15-minute cadence).
+DEFAULT_EVERY_COMMITS = 24
+#: Per table, the version (Delta) or snapshot id (Iceberg) its last maintenance left, in the warehouse.
+STATE_FILE = ".payledger-maintenance.json"
+
+
+def retention_hours_setting() -> float:
+    """``$PAYLEDGER_RETENTION_HOURS`` (hours of history kept for time travel), default 168."""
+    return float(os.environ.get("PAYLEDGER_RETENTION_HOURS", DEFAULT_RETENTION_HOURS))
+
+
+def every_commits_setting() -> int:
+    """``$PAYLEDGER_MAINTAIN_EVERY`` (commits since a table's last maintenance; 0: never), default 24."""
+    return int(os.environ.get("PAYLEDGER_MAINTAIN_EVERY", DEFAULT_EVERY_COMMITS))
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """A table's current version in files: ``data_files``, and ``delete_files``: Delta deletion
+    vectors or Iceberg delete files (both are row deletes a reader applies to the data files)."""
+
+    data_files: int
+    delete_files: int
+
+
+@dataclass
+class TableMaintenance:
+    """What maintenance did to one table (``schema.name``): the commits it found since the last
+    maintenance, file counts before and after, and the seconds it took."""
+
+    table: str
+    commits_since_maintenance: int
+    before: FileCounts
+    after: FileCounts
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def file_counts(spark, table: str) -> FileCounts:
+    """The data files and delete files of ``table``'s current version.
+
+    Delta: the file and deletion-vector counts of the table's latest snapshot, as Delta's own log
+    replay computes them (``DeltaLog.update()``, ``numOfFiles``, ``numDeletionVectorsOpt``, through
+    the JVM: neither delta-spark's Python API nor ``DESCRIBE DETAIL`` counts deletion vectors in
+    Delta 3.3; 0 on a table without deletion vectors); Iceberg: the ``data_files`` and
+    ``delete_files`` metadata tables. Raises ``RuntimeError`` when Delta has no deletion-vector
+    count for a table that has them enabled.
+    """
+    if session_format(spark) == DELTA:
+        jvm = spark._jvm
+        schema, name = table.split(".")
+        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(schema))
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, identifier)
+        snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+        vectors = snapshot.numDeletionVectorsOpt()
+        if vectors.isDefined():
+            return FileCounts(int(snapshot.numOfFiles()), int(vectors.get()))
+        if spark.sql(f"describe detail {table}").first()["properties"].get("delta.enableDeletionVectors") != "true":
+            return FileCounts(int(snapshot.numOfFiles()), 0)  # no deletion vectors on this table
+        raise RuntimeError(f"Delta computed no deletion-vector count for {table} version {snapshot.version()}")
+    data = spark.sql(f"select count(*) as n from {table}.data_files").first()["n"]
+    deletes = spark.sql(f"select count(*) as n from {table}.delete_files").first()["n"]
+    return FileCounts(int(data), int(deletes))
+
+
+def project_tables(spark) -> list[str]:
+    """Every table (not view) of the project's schemas, as ``schema.name``, sorted."""
+    return sorted(f"{schema}.{name}" for schema, objects in project_relations(spark).items() for name in objects["tables"])
+
+
+def _state_path(warehouse: Path) -> Path:
+    return warehouse / STATE_FILE
+
+
+def _read_state(warehouse: Path) -> dict[str, object]:
+    path = _state_path(warehouse)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _versions(spark, table: str) -> list[str]:
+    """The table's commits as ``<table id>:<version>`` (Delta: a dropped and re-created table starts
+    again at version 0 under a new id) or Iceberg snapshot ids, oldest first."""
+    prefix = f"{spark.sql(f'describe detail {table}').first()['id']}:" if session_format(spark) == DELTA else ""
+    return [f"{prefix}{commit.version}" for commit in table_commits(spark, table)]
+
+
+def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
+    """Commits of ``table`` after the version its last maintenance left (all of its commits when
+    it was never maintained, or when that version is gone: the table was dropped or replaced)."""
+    versions = _versions(spark, table)
+    maintained = _read_state(warehouse).get(table)
+    if maintained in versions:
+        return len(versions) - 1 - versions.index(maintained)
+    return len(versions)
+
+
+@contextmanager
+def _delta_retention_check(spark, retention_hours: float) -> Iterator[None]:
+    """Delta refuses VACUUM below its 168 h default unless its check is off: turn it off for a
+    shorter retention the caller asked for, and restore it."""
+    key = "spark.databricks.delta.retentionDurationCheck.enabled"
+    before = spark.conf.get(key, "true")
+    if retention_hours < DEFAULT_RETENTION_HOURS:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+def _maintain_delta(spark, table: str, retention_hours: float) -> None:
+    from delta.tables import DeltaTable
+
+    delta_table = DeltaTable.forName(spark, table)
+    delta_table.optimize().executeCompaction()
+    if file_counts(spark, table).delete_files:
+        # delta-spark has no Python call for REORG.
+        spark.sql(f"reorg table {table} apply (purge)")
+    with _delta_retention_check(spark, retention_hours):
+        delta_table.vacuum(retention_hours)
+
+
+def _maintain_iceberg(spark, table: str, retention_hours: float) -> None:
+    older_than = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    # Rewrites small files and every data file with a delete against it (the deletes are applied).
+    spark.sql(f"call spark_catalog.system.rewrite_data_files(table => '{table}', options => map('min-input-files', '2', 'delete-file-threshold', '1'))")
+    spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', options => map('rewrite-all', 'true'))")
+    spark.sql(f"call spark_catalog.system.rewrite_manifests(table => '{table}')")
+    spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{older_than}', retain_last => 1)")
+
+
+def maintain_tables(
+    spark, warehouse: Path, *, every_commits: int = 1, retention_hours: float = DEFAULT_RETENTION_HOURS, tables: list[str] | None = None
+) -> list[TableMaintenance]:
+    """Maintain each project table (or each of ``tables``) with at least ``every_commits`` commits
+    since its last maintenance (``every_commits`` 0: every table, due or not); returns one
+    ``TableMaintenance`` per table maintained.
+
+    The caller holds the build and load locks of ``warehouse`` (``maintain`` takes them), where the
+    version each maintenance leaves is recorded (``STATE_FILE``). ``retention_hours``: how much
+    history (versions, snapshots) stays readable; raises ``ValueError`` below 0.
+    """
+    if retention_hours < 0:
+        raise ValueError(f"retention_hours must be >= 0, not {retention_hours}")
+    done = []
+    state = _read_state(warehouse)
+    for table in tables if tables is not None else project_tables(spark):
+        since = commits_since_maintenance(spark, table, warehouse)
+        if every_commits > 0 and since < every_commits:
+            continue
+        started = time.monotonic()
+        before = file_counts(spark, table)
+        if session_format(spark) == DELTA:
+            _maintain_delta(spark, table, retention_hours)
+        else:
+            _maintain_iceberg(spark, table, retention_hours)
+        done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
+        state[table] = _versions(spark, table)[-1]
+        _state_path(warehouse).write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    return done
+
+
+def maintain(warehouse: Path, *, every_commits: int = 1, retention_hours: float = DEFAULT_RETENTION_HOURS, wait_s: float = 0.0) -> list[TableMaintenance]:
+    """``maintain_tables`` on the project's Spark session, under the warehouse's build lock (waiting
+    up to ``wait_s`` seconds; ``schedule.BuildLocked`` when a build holds it) and its load lock."""
+    from payledger.load import load_lock
+    from payledger.schedule import build_lock
+    from payledger.spark import get_spark
+
+    with build_lock(warehouse, wait_s), load_lock(warehouse):
+        return maintain_tables(get_spark(), warehouse, every_commits=every_commits, retention_hours=retention_hours)
