@@ -1,11 +1,19 @@
 {#-
     Overrides dbt-spark's seed reset (written against dbt-spark 1.11.0, whose macro drops the old table
-    and creates it again): an existing Delta seed table is replaced in one commit with
-    `create or replace table`, never dropped. A drop deletes the table's folder file by file; a
-    build killed during it left files without a transaction log, and every later `create table`
-    there failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Other formats keep dbt-spark's reset.
+    and creates it again):
+    - a seed table already loaded from the same file and column types (_seed_is_loaded) is left as
+      it is: no statement, no commit (spark__load_csv_rows skips its rows too), unless
+      --full-refresh;
+    - an existing Delta seed table is replaced in one commit with `create or replace table`, never
+      dropped. A drop deletes the table's folder file by file; a build killed during it left files
+      without a transaction log, and every later `create table` there failed
+      (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Other formats keep dbt-spark's reset.
 -#}
 {% macro spark__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
+    {%- if not full_refresh and _seed_is_loaded(old_relation, _seed_fingerprint(model)) -%}
+        {{ log('seed ' ~ old_relation ~ ' is loaded from this file already; nothing to do', info=false) }}
+        {{ return('') }}
+    {%- endif -%}
     {%- if not (old_relation and old_relation.is_delta) -%}
         {{ return(dbt.spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
     {%- endif -%}
@@ -19,6 +27,8 @@
     {%- set sql -%}
         create or replace table {{ this.render() }} ({{ columns | join(", ") }})
         {{ file_format_clause() }}
+        {#- Not loaded yet: spark__load_csv_rows sets the fingerprint after the rows are in. #}
+        tblproperties ('payledger.seed_fingerprint' = 'loading')
         {{ partition_cols(label="partitioned by") }}
         {{ clustered_cols(label="clustered by") }}
         {{ location_clause() }}

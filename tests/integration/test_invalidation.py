@@ -132,11 +132,11 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     run = dbt.scenario_build()
     assert view_rows(warehouse) == before
     assert audit(warehouse, run.invocation_id) == []
-    # Not even an empty commit on the incremental models, the snapshots and the audit. dbt rebuilds
-    # four tables on every build by design (derived state, no history to keep): the seed, the two
-    # `table`-materialized slice models and the reconciliation test's failure table.
+    # Not even an empty commit on the incremental models, the snapshots, the audit and the seed
+    # (loaded from the same file already). dbt rebuilds three tables on every build by design
+    # (derived state, no history to keep): the two `table`-materialized slice models and the
+    # reconciliation test's failure table.
     rebuilt = {
-        "payledger_reference.payment_event_types",
         "payledger_intermediate.int_balance_slices_invalidated",
         "payledger_intermediate.int_balance_merchants_invalidated",
         "payledger_audit.merchant_balance_reconciliation_failures",
@@ -145,6 +145,30 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     assert set(after) == set(commits)
     changed = sorted(t for t in after if t not in rebuilt and after[t] != commits[t])
     assert changed == [], f"an idle build committed to {changed}"
+
+
+SEED = "payledger_reference.payment_event_types"
+
+
+def test_a_seed_is_loaded_again_only_when_it_lacks_its_fingerprint(dbt, warehouse, built):
+    spark = warehouse.spark
+    rows = sorted(tuple(r) for r in spark.sql(f"select * from {SEED}").collect())
+    assert len(rows) == 8
+    # As if a build had been killed after the seed's rows were deleted and before its fingerprint
+    # was set (or the seed file had changed): the next build loads it again, whole.
+    spark.sql(f"delete from {SEED}")
+    spark.sql(f"alter table {SEED} unset tblproperties ('payledger.seed_fingerprint')")
+    before = table_commits(spark, SEED)[-1]
+    dbt.scenario_build()
+    assert sorted(tuple(r) for r in spark.sql(f"select * from {SEED}").collect()) == rows
+    loaded = table_commits(spark, SEED)[-1]
+    assert loaded != before
+    # Loaded from this file: the next build leaves it alone; --full-refresh loads it anyway.
+    dbt.scenario_build()
+    assert table_commits(spark, SEED)[-1] == loaded
+    dbt("seed", "--full-refresh")
+    assert table_commits(spark, SEED)[-1] != loaded
+    assert sorted(tuple(r) for r in spark.sql(f"select * from {SEED}").collect()) == rows
 
 
 def test_manual_replay_touches_only_its_slice(dbt, warehouse, built):
