@@ -11,7 +11,8 @@ then prints each target of the performance issue as met or missed (``targets``).
 Execution seconds are the sum of ``execution_time`` of model and snapshot nodes in dbt's run results
 (P: the job's own wall time); canonical event rows read are the "number of output rows" of Spark's
 scans of the canonical events table (and, reported apart, of the landing table and the daily
-checkpoint), bytes read their "size of files read" (Delta, Parquet) or "total file size" (Iceberg),
+checkpoint), bytes read the size of the files they opened ("size of files read" on Delta, "total
+data file size (bytes)" on Iceberg),
 from the Spark UI's SQL REST API; records written are the rows written by the view's commits (Delta
 ``numTargetRowsInserted + numTargetRowsUpdated``, Iceberg ``added-records``:
 ``formats.table_commits``). Runs on the session's table format (``make bench FORMAT=delta|iceberg``).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 import time
@@ -98,7 +100,8 @@ class SqlMetrics:
             if execution["id"] <= after_id or (until_id is not None and execution["id"] > until_id):
                 continue
             for node in execution.get("nodes", []):
-                if "Scan" in node["nodeName"] and table in node["nodeName"]:
+                # The table's own scans, not those of its metadata tables (Iceberg ``<table>.files``).
+                if "Scan" in node["nodeName"] and table in node["nodeName"] and f"{table}." not in node["nodeName"]:
                     values += [str(m["value"]) for m in node.get("metrics", []) if m["name"] in names]
         return values
 
@@ -107,9 +110,10 @@ class SqlMetrics:
         return sum(int(value.replace(",", "").split()[0]) for value in self._scan_metrics(after_id, table, ("number of output rows",), until_id))
 
     def bytes_read(self, after_id: int, table: str, until_id: int | None = None) -> int:
-        """Bytes of the files that scans of ``table`` read (Parquet/Delta "size of files read",
-        Iceberg "total file size (bytes)") in executions with ``after_id < id <= until_id``."""
-        values = self._scan_metrics(after_id, table, ("size of files read", "total file size (bytes)"), until_id)
+        """Bytes of the files that scans of ``table`` opened (Parquet/Delta "size of files read",
+        Iceberg "total data file size (bytes)"; whole files, whatever columns were read) in
+        executions with ``after_id < id <= until_id``."""
+        values = self._scan_metrics(after_id, table, ("size of files read", "total data file size (bytes)"), until_id)
         return sum(_bytes(value) for value in values)
 
 
@@ -398,7 +402,9 @@ class Target:
         return self.value <= self.limit
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "value": round(self.value, 4), "limit": self.limit, "met": self.met, "detail": self.detail}
+        """JSON-ready; ``value`` is None when the ratio's denominator was 0."""
+        value = round(self.value, 4) if math.isfinite(self.value) else None
+        return {"name": self.name, "value": value, "limit": self.limit, "met": self.met, "detail": self.detail}
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -515,7 +521,8 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     return figures
 
 
-def bench_environment() -> None:
-    """The bench needs the Spark UI (SQL metrics) on loopback and a warehouse of its own."""
+def bench_environment(name: str = "bench") -> None:
+    """A bench needs the Spark UI (SQL metrics) on loopback and a warehouse of its own,
+    ``warehouse/<name>`` (unless ``PAYLEDGER_WAREHOUSE`` is set)."""
     os.environ.setdefault("PAYLEDGER_SPARK_UI", "true")
-    os.environ.setdefault("PAYLEDGER_WAREHOUSE", str(PROJECT_ROOT / "warehouse" / "bench"))
+    os.environ.setdefault("PAYLEDGER_WAREHOUSE", str(PROJECT_ROOT / "warehouse" / name))

@@ -121,7 +121,7 @@ def sql_command(query: str, fmt: str) -> None:
 )
 @click.option(
     "--retention-hours",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=1),
     default=None,
     help="History kept for time travel by maintenance. [default: $PAYLEDGER_RETENTION_HOURS or 168]",
 )
@@ -141,7 +141,7 @@ def build_command(wait_s: float, maintain_every: int | None, retention_hours: fl
 @main.command("maintain")
 @click.option(
     "--retention-hours",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=1),
     default=None,
     help="History kept for time travel (VACUUM / expire_snapshots). [default: $PAYLEDGER_RETENTION_HOURS or 168]",
 )
@@ -263,7 +263,7 @@ def bench_aging_command(events: int, merchants: int, builds: int, batch_share: f
     """Many small scheduled builds in a row with maintenance; writes target/bench_aging.json and .png."""
     from payledger.bench import bench_environment
 
-    bench_environment()
+    bench_environment("bench_aging")
     from rich.console import Console
 
     from payledger.aging import run_aging

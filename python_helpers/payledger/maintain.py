@@ -12,8 +12,11 @@ snapshots included), maintenance
   is always kept).
 Each of these is one commit of its table: rows are only rewritten, never changed or dropped, and a
 reader sees the table before or after it. Time travel (``VERSION AS OF`` / ``TIMESTAMP AS OF``)
-reaches back at least ``retention_hours``. Maintenance holds the warehouse's build lock and its
-load lock, so it never runs during a build or a load.
+reaches back at least ``retention_hours`` (Iceberg keeps the snapshot that was current at the
+cutoff). Maintenance holds the warehouse's build lock and its load lock (waiting for a running
+load), so it never runs during a build the lock guards (``payledger build``) or a load. A plain
+``dbt build`` does not take the lock: keep a retention of hours, which is what protects files a
+writer has not committed yet from VACUUM.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from payledger.formats import DELTA, session_format, table_commits
+from payledger.formats import DELTA, session_format
 from payledger.warehouse import project_relations
 
 #: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
@@ -35,7 +39,7 @@ DEFAULT_RETENTION_HOURS = 168.0
 #: Default schedule: a table is due for maintenance after this many commits since its last one
 #: (24 builds: every 6 hours at a 15-minute cadence).
 DEFAULT_EVERY_COMMITS = 24
-#: Per table, the version (Delta) or snapshot id (Iceberg) its last maintenance left, in the warehouse.
+#: Per format and table, the version (Delta) or snapshot id (Iceberg) its last maintenance left.
 STATE_FILE = ".payledger-maintenance.json"
 
 
@@ -84,11 +88,7 @@ def file_counts(spark, table: str) -> FileCounts:
     count for a table that has them enabled.
     """
     if session_format(spark) == DELTA:
-        jvm = spark._jvm
-        schema, name = table.split(".")
-        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(schema))
-        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, identifier)
-        snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+        snapshot = _delta_snapshot(spark, table)
         vectors = snapshot.numDeletionVectorsOpt()
         if vectors.isDefined():
             return FileCounts(int(snapshot.numOfFiles()), int(vectors.get()))
@@ -105,30 +105,61 @@ def project_tables(spark) -> list[str]:
     return sorted(f"{schema}.{name}" for schema, objects in project_relations(spark).items() for name in objects["tables"])
 
 
-def _state_path(warehouse: Path) -> Path:
-    return warehouse / STATE_FILE
+def _delta_snapshot(spark, table: str):
+    """The latest snapshot of a Delta table (a JVM ``org.apache.spark.sql.delta.Snapshot``), from
+    its log's checkpoint and the commits after it (``DeltaLog.update``; Delta 3.3's signature)."""
+    jvm = spark._jvm
+    schema, name = table.split(".")
+    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(schema))
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, identifier)
+    return delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
 
 
-def _read_state(warehouse: Path) -> dict[str, object]:
-    path = _state_path(warehouse)
-    return json.loads(path.read_text()) if path.exists() else {}
+def _state_key(spark, table: str) -> str:
+    return f"{session_format(spark)}:{table}"
 
 
-def _versions(spark, table: str) -> list[str]:
-    """The table's commits as ``<table id>:<version>`` (Delta: a dropped and re-created table starts
-    again at version 0 under a new id) or Iceberg snapshot ids, oldest first."""
-    prefix = f"{spark.sql(f'describe detail {table}').first()['id']}:" if session_format(spark) == DELTA else ""
-    return [f"{prefix}{commit.version}" for commit in table_commits(spark, table)]
+def _read_state(warehouse: Path) -> dict[str, int]:
+    """The state file's content; empty when there is none or it cannot be read (every table is then
+    due once, which is safe)."""
+    try:
+        return dict(json.loads((warehouse / STATE_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def _write_state(warehouse: Path, state: dict[str, int]) -> None:
+    """Replace the state file atomically (a killed write leaves the previous one)."""
+    with tempfile.NamedTemporaryFile("w", dir=warehouse, prefix=STATE_FILE, suffix=".tmp", delete=False) as handle:
+        handle.write(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    os.replace(handle.name, warehouse / STATE_FILE)
+
+
+def _iceberg_snapshot_ids(spark, table: str) -> list[int]:
+    return [row[0] for row in spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at").collect()]
+
+
+def current_version(spark, table: str) -> int:
+    """The table's current version: Delta's version number (it keeps counting across a create or
+    replace) or Iceberg's current snapshot id (-1 for a table without one)."""
+    if session_format(spark) == DELTA:
+        return int(_delta_snapshot(spark, table).version())
+    ids = _iceberg_snapshot_ids(spark, table)
+    return ids[-1] if ids else -1
 
 
 def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
-    """Commits of ``table`` after the version its last maintenance left (all of its commits when
-    it was never maintained, or when that version is gone: the table was dropped or replaced)."""
-    versions = _versions(spark, table)
-    maintained = _read_state(warehouse).get(table)
-    if maintained in versions:
-        return len(versions) - 1 - versions.index(maintained)
-    return len(versions)
+    """Commits of ``table`` after the version its last maintenance left; all of its commits when it
+    was never maintained, or when that version is gone (the table was dropped and created again).
+
+    Reads only the latest Delta snapshot or Iceberg's snapshot list, not the table's whole history.
+    """
+    maintained = _read_state(warehouse).get(_state_key(spark, table))
+    if session_format(spark) == DELTA:
+        version = int(_delta_snapshot(spark, table).version())
+        return version - maintained if maintained is not None and maintained <= version else version + 1
+    ids = _iceberg_snapshot_ids(spark, table)
+    return len(ids) - 1 - ids.index(maintained) if maintained in ids else len(ids)
 
 
 @contextmanager
@@ -158,12 +189,22 @@ def _maintain_delta(spark, table: str, retention_hours: float) -> None:
 
 
 def _maintain_iceberg(spark, table: str, retention_hours: float) -> None:
-    older_than = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")
     # Rewrites small files and every data file with a delete against it (the deletes are applied).
-    spark.sql(f"call spark_catalog.system.rewrite_data_files(table => '{table}', options => map('min-input-files', '2', 'delete-file-threshold', '1'))")
+    # Then drops the delete files that no longer apply to any data file.
+    spark.sql(
+        f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+        "options => map('min-input-files', '2', 'delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))"
+    )
     spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', options => map('rewrite-all', 'true'))")
     spark.sql(f"call spark_catalog.system.rewrite_manifests(table => '{table}')")
-    spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{older_than}', retain_last => 1)")
+    # A time in the retention period reads the snapshot current then, which may be older than the
+    # cutoff: expire only the snapshots older than the last one committed at or before it.
+    kept = spark.sql(
+        f"select date_format(max(committed_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from {table}.snapshots where committed_at <= timestamp '{cutoff}'"
+    ).first()[0]
+    if kept is not None:
+        spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{kept}', retain_last => 1)")
 
 
 def maintain_tables(
@@ -180,7 +221,6 @@ def maintain_tables(
     if retention_hours < 0:
         raise ValueError(f"retention_hours must be >= 0, not {retention_hours}")
     done = []
-    state = _read_state(warehouse)
     for table in tables if tables is not None else project_tables(spark):
         since = commits_since_maintenance(spark, table, warehouse)
         if every_commits > 0 and since < every_commits:
@@ -192,8 +232,7 @@ def maintain_tables(
         else:
             _maintain_iceberg(spark, table, retention_hours)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
-        state[table] = _versions(spark, table)[-1]
-        _state_path(warehouse).write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+        _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})
     return done
 
 

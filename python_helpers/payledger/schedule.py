@@ -81,21 +81,22 @@ def scheduled_build(
     retention_hours: float | None = None,
 ) -> int:
     """Run ``dbt source freshness``, ``dbt build <build_args>`` and due table maintenance under the
-        build lock.
+    build lock.
 
-        Maintenance (after a successful build, under the load lock too) covers the project tables
-        with at least ``maintain_every`` commits since their last maintenance (default
-        ``$PAYLEDGER_MAINTAIN_EVERY`` or 24; 0 turns it off), keeping ``retention_hours`` of history
-        (default ``$PAYLEDGER_RETENTION_HOURS`` or 168).
+    Maintenance (after a successful build, under the load lock too) covers the project tables with
+    at least ``maintain_every`` commits since their last maintenance (default
+    ``$PAYLEDGER_MAINTAIN_EVERY`` or 24; 0 turns it off), keeping ``retention_hours`` of history
+    (default ``$PAYLEDGER_RETENTION_HOURS`` or 168).
 
-        ``emit`` receives one dict per step (default: print it as a JSON line): ``event`` is one of
-        ``locked``, ``lock_acquired``, ``freshness`` (``success``, ``stale``: sources past warn_after
-        or error_after, with their status), ``build`` (``success``, ``invocation_id``, ``seconds``,
-        ``failures``), ``maintenance`` (``seconds``, ``tables``: per table maintained, the commits since
-    its last maintenance and data and delete file counts before and after; only when some table was
-    due) and ``done`` (``exit_code``). Returns the process exit code: 0 when both steps
-        succeed, 1 when either fails (a freshness error means late data: the build still runs),
-        ``EXIT_LOCKED`` when another build holds the lock.
+    ``emit`` receives one dict per step (default: print it as a JSON line): ``event`` is one of
+    ``locked``, ``lock_acquired``, ``freshness`` (``success``, ``stale``: sources past warn_after or
+    error_after, with their status), ``build`` (``success``, ``invocation_id``, ``seconds``,
+    ``failures``), ``maintenance`` (after a successful build, unless turned off: ``success``,
+    ``seconds``, the check for due tables included, ``tables``: per table maintained, the commits
+    since its last maintenance and data and delete file counts before and after, and ``error`` when
+    it failed) and ``done`` (``exit_code``). Returns the process exit code: 0 when every step
+    succeeds, 1 when one fails (a freshness error means late data: the build still runs),
+    ``EXIT_LOCKED`` when another build holds the lock.
     """
     emit = emit or (lambda record: print(json.dumps(record), flush=True))
     warehouse = default_warehouse()
@@ -122,15 +123,18 @@ def scheduled_build(
             every = every_commits_setting() if maintain_every is None else maintain_every
             if build.success and every > 0:
                 started = time.monotonic()
-                with load_lock(warehouse):
-                    done = maintain_tables(
-                        get_spark(),
-                        warehouse,
-                        every_commits=every,
-                        retention_hours=retention_hours_setting() if retention_hours is None else retention_hours,
-                    )
-                if done:
-                    log("maintenance", seconds=round(time.monotonic() - started, 1), tables=[t.as_dict() for t in done])
+                try:
+                    with load_lock(warehouse):
+                        done = maintain_tables(
+                            get_spark(),
+                            warehouse,
+                            every_commits=every,
+                            retention_hours=retention_hours_setting() if retention_hours is None else retention_hours,
+                        )
+                    log("maintenance", success=True, seconds=round(time.monotonic() - started, 1), tables=[t.as_dict() for t in done])
+                except Exception as error:  # reported as a failed step, like a failed build
+                    log("maintenance", success=False, seconds=round(time.monotonic() - started, 1), tables=[], error=str(error)[:2000])
+                    code = 1
     except BuildLocked as locked:
         log("locked", message=str(locked))
         code = EXIT_LOCKED

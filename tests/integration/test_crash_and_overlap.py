@@ -96,6 +96,6 @@ def test_overlapping_scheduled_builds_run_one_at_a_time(tmp_path):
     locked = [r for r in loser if r.get("event") == "locked"]
     assert locked and "another build holds" in locked[0]["message"], loser
     assert [r["event"] for r in loser if "event" in r and r.get("ts")] == ["locked", "done"], "the loser must run nothing"
-    assert [r["event"] for r in winner if r.get("ts")] == ["lock_acquired", "freshness", "build", "done"], winner
+    assert [r["event"] for r in winner if r.get("ts")] == ["lock_acquired", "freshness", "build", "maintenance", "done"], winner
     # The winner's build alone (no later build to repair it): the view and rejects equal the fold.
     history.assert_matches(typed_view(report := harness.report()), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
