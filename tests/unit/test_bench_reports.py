@@ -1,0 +1,53 @@
+"""The benches' arithmetic: Spark UI size metrics, maintenance cycles and the aging targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from payledger.aging import AgingBuild, _cycle_peaks, aging_targets
+from payledger.bench import _bytes
+from payledger.maintain import FileCounts
+
+
+@pytest.mark.parametrize(
+    ("shown", "expected"),
+    [
+        ("12.0 MiB", 12 * 2**20),
+        ("total (min, med, max (stageId: taskId))\n1.5 GiB (10.0 MiB, 20.0 MiB, 30.0 MiB (stage 3.0: task 7))", int(1.5 * 2**30)),
+        ("958,730,504", 958_730_504),
+        ("512.0 B", 512),
+    ],
+)
+def test_size_metrics_read_as_the_ui_shows_them(shown, expected):
+    assert _bytes(shown) == expected
+
+
+def test_an_unreadable_size_metric_is_an_error():
+    with pytest.raises(ValueError, match="unreadable size metric"):
+        _bytes("n/a")
+
+
+def builds(view_data_files: list[int], seconds: list[float]) -> list[AgingBuild]:
+    pairs = zip(view_data_files, seconds, strict=True)
+    return [AgingBuild(n, 300, s, 0.0, [], {"view": FileCounts(files, files // 2)}) for n, (files, s) in enumerate(pairs, start=1)]
+
+
+def test_cycles_end_where_maintenance_brings_the_count_down():
+    assert _cycle_peaks([5, 9, 13, 1, 5, 14, 1, 3]) == [13, 14, 3]
+    assert _cycle_peaks([1, 2, 3]) == [3]
+
+
+def test_a_sawtooth_under_maintenance_is_bounded_and_growth_without_it_is_not():
+    flat = [40.0] * 30
+    maintained = {t["name"]: t for t in aging_targets(builds([4, 8, 12, 16, 20, 1] * 5, flat), reconciled=True)}
+    grown = {t["name"]: t for t in aging_targets(builds(list(range(4, 124, 4)), flat), reconciled=True)}
+    bounded = [name for name in maintained if name.startswith("view data files")]
+    assert maintained[bounded[0]]["met"] and maintained[bounded[0]]["value"] == 1.0
+    assert not grown[bounded[0]]["met"] and grown[bounded[0]]["value"] is None
+
+
+def test_slower_last_builds_miss_the_median_target():
+    slower = aging_targets(builds([1] * 20, [30.0] * 10 + [40.0] * 10), reconciled=False)
+    median = next(t for t in slower if t["name"].startswith("median"))
+    assert median["value"] == pytest.approx(40 / 30, abs=1e-3) and not median["met"]
+    assert not next(t for t in slower if "reconciles" in t["name"])["met"]
