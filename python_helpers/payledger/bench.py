@@ -413,15 +413,12 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 def targets(large: SizeResult, small: SizeResult) -> list[Target]:
     """The targets, each measured in this run (ratios, not absolute times)."""
+    peer = large.peer.seconds
     found = [
-        Target("C <= 1.0 x P", _ratio(large.full.seconds, large.peer.seconds), 1.0, f"C {large.full.seconds:.1f} s, P {large.peer.seconds:.1f} s"),
-        Target(
-            "A <= 0.10 x P",
-            _ratio(large.incremental.seconds, large.peer.seconds),
-            0.10,
-            f"A {large.incremental.seconds:.1f} s, P {large.peer.seconds:.1f} s",
-        ),
-        Target("B <= 0.25 x P", _ratio(large.replay.seconds, large.peer.seconds), 0.25, f"B {large.replay.seconds:.1f} s, P {large.peer.seconds:.1f} s"),
+        Target(f"{label} <= {limit} x P", _ratio(phase.seconds, peer), float(limit), f"{label} {phase.seconds:.1f} s, P {peer:.1f} s")
+        for label, phase, limit in (("C", large.full, "1.0"), ("A", large.incremental, "0.10"), ("B", large.replay, "0.25"))
+    ]
+    found += [
         Target(
             "A(large) <= 1.25 x A(small)",
             _ratio(large.incremental.seconds, small.incremental.seconds),

@@ -109,22 +109,27 @@ def sql_command(query: str, fmt: str) -> None:
         writer.writerow([_plain(v) for v in row])
 
 
-@main.command("build", context_settings={"ignore_unknown_options": True})
-@click.option(
-    "--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build before giving up (exit 75)."
-)
-@click.option(
+#: Maintenance options of the scheduled build, the maintain command and the aging bench.
+MAINTAIN_EVERY_OPTION = click.option(
     "--maintain-every",
     type=click.IntRange(min=0),
     default=None,
     help="Maintain tables with at least this many commits since their last maintenance (0: never). [default: $PAYLEDGER_MAINTAIN_EVERY or 24]",
 )
-@click.option(
+RETENTION_OPTION = click.option(
     "--retention-hours",
     type=click.FloatRange(min=1),
     default=None,
-    help="History kept for time travel by maintenance. [default: $PAYLEDGER_RETENTION_HOURS or 168]",
+    help="History kept for time travel (VACUUM / expire_snapshots). [default: $PAYLEDGER_RETENTION_HOURS or 168]",
 )
+
+
+@main.command("build", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build before giving up (exit 75)."
+)
+@MAINTAIN_EVERY_OPTION
+@RETENTION_OPTION
 @click.argument("dbt_args", nargs=-1, type=click.UNPROCESSED)
 def build_command(wait_s: float, maintain_every: int | None, retention_hours: float | None, dbt_args: tuple[str, ...]) -> None:
     """The scheduled build: source freshness, `dbt build DBT_ARGS`, then table maintenance when due,
@@ -139,12 +144,7 @@ def build_command(wait_s: float, maintain_every: int | None, retention_hours: fl
 
 
 @main.command("maintain")
-@click.option(
-    "--retention-hours",
-    type=click.FloatRange(min=1),
-    default=None,
-    help="History kept for time travel (VACUUM / expire_snapshots). [default: $PAYLEDGER_RETENTION_HOURS or 168]",
-)
+@RETENTION_OPTION
 @click.option(
     "--every",
     "every_commits",
@@ -253,12 +253,7 @@ def bench_command(events: int, merchants: int) -> None:
     show_default=True,
     help="New events per build, as a share of the history.",
 )
-@click.option(
-    "--maintain-every",
-    type=click.IntRange(min=0),
-    default=None,
-    help="The maintenance schedule, as in `payledger build`. [default: $PAYLEDGER_MAINTAIN_EVERY or 24]",
-)
+@MAINTAIN_EVERY_OPTION
 def bench_aging_command(events: int, merchants: int, builds: int, batch_share: float, maintain_every: int | None) -> None:
     """Many small scheduled builds in a row with maintenance; writes target/bench_aging.json and .png."""
     from payledger.bench import bench_environment
