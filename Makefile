@@ -23,7 +23,7 @@ AGING_MERCHANTS ?= 5000
 AGING_BUILDS ?= 100
 
 help: ## List the tasks
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 setup: $(STAMP) $(JARS) ## Install Java, Maven, Chromium (apt), .venv (pip) and the Delta and Iceberg jars (Maven); idempotent
 
