@@ -16,6 +16,7 @@ import jinja2
 
 execute = False
 invocation_id = "00000000-0000-0000-0000-000000000000"
+run_started_at = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 target = types.SimpleNamespace(name="local", type="spark", schema="payledger")
 modules = types.SimpleNamespace(datetime=datetime, re=re, itertools=itertools)
 
