@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 
 from payledger.formats import table_commits
-from payledger.warehouse import VIEW, project_relations
+from payledger.maintain import project_tables
+from payledger.warehouse import VIEW
 from tests.support import event, merchant, policy, rewritten, view_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats]
@@ -121,8 +122,7 @@ def test_a_build_stopped_after_the_checkpoint_is_caught_up_and_audited_by_the_ne
 
 def all_commits(warehouse) -> dict[str, list[dict]]:
     """The commits of every project table, by table name."""
-    tables = [f"{schema}.{t}" for schema, objects in project_relations(warehouse.spark).items() for t in objects["tables"]]
-    return {table: table_commits(warehouse.spark, table) for table in tables}
+    return {table: table_commits(warehouse.spark, table) for table in project_tables(warehouse.spark)}
 
 
 def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, warehouse, built):
