@@ -7,6 +7,7 @@ a target's format (``dbt_project.yml``, var ``table_format``).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +45,15 @@ class Commit:
     on (Delta ``readVersion``, Iceberg ``parent_id``; None for the first); ``operation``: the
     format's own name (``MERGE``, ``WRITE``, ``overwrite``, ``append``, ...); ``kind``: ``create``
     (the table's first commit), ``replace`` (a later create-or-replace: the table's content was
-    replaced, not changed), ``merge``, ``append`` or ``other``; ``rows_written``:
+    replaced, not changed), ``merge``, ``append``, ``maintenance`` (rows rewritten or files
+    removed, content unchanged: Delta ``OPTIMIZE``, ``REORG``, ``VACUUM START``/``END``, Iceberg
+    ``replace``) or ``other``; ``rows_written``:
     rows physically written (Delta ``numTargetRowsInserted + numTargetRowsUpdated`` for a MERGE,
     ``numOutputRows`` otherwise; Iceberg ``added-records``); ``deletes_in_place``: row deletes
     recorded without rewriting data files (Delta deletion vectors added, Iceberg position deletes
-    added): a merge-on-read commit has some; ``metrics``: the raw metrics map.
+    added): a merge-on-read commit has some; ``metrics``: the raw metrics map; ``committed_at``:
+    when it was committed (UTC, timezone-aware; Delta's commit timestamp, Iceberg's
+    ``committed_at``); ``parameters``: Delta's ``operationParameters`` (empty on Iceberg).
     """
 
     version: int
@@ -58,6 +63,8 @@ class Commit:
     rows_written: int
     deletes_in_place: int
     metrics: dict[str, str]
+    committed_at: dt.datetime
+    parameters: dict[str, str]
 
 
 def table_commits(spark, table: str) -> list[Commit]:
@@ -70,13 +77,24 @@ def table_commits(spark, table: str) -> list[Commit]:
     if session_format(spark) == DELTA:
         from delta.tables import DeltaTable
 
-        history = DeltaTable.forName(spark, table).history().orderBy("version").collect()
-        return [_delta_commit(row.asDict()) for row in history]
-    rows = spark.sql(f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at").collect()
+        history = DeltaTable.forName(spark, table).history().selectExpr("*", "unix_micros(timestamp) as committed_us")
+        return [_delta_commit(row.asDict()) for row in history.orderBy("version").collect()]
+    rows = spark.sql(
+        f"select snapshot_id, parent_id, operation, summary, unix_micros(committed_at) as committed_us from {table}.snapshots order by committed_at"
+    ).collect()
     return [_iceberg_commit(row.asDict(), first=index == 0) for index, row in enumerate(rows)]
 
 
-_DELTA_KINDS = {"MERGE": "merge", "WRITE": "append", "CREATE TABLE AS SELECT": "create", "CREATE TABLE": "create"}
+_DELTA_KINDS = {
+    "MERGE": "merge",
+    "WRITE": "append",
+    "CREATE TABLE AS SELECT": "create",
+    "CREATE TABLE": "create",
+    "OPTIMIZE": "maintenance",
+    "REORG": "maintenance",
+    "VACUUM START": "maintenance",
+    "VACUUM END": "maintenance",
+}
 
 
 def _delta_commit(row: dict[str, Any]) -> Commit:
@@ -90,7 +108,22 @@ def _delta_commit(row: dict[str, Any]) -> Commit:
     if "REPLACE" in operation:
         kind = "create" if row["version"] == 0 else "replace"
     written = metric("numTargetRowsInserted") + metric("numTargetRowsUpdated") if operation == "MERGE" else metric("numOutputRows")
-    return Commit(row["version"], row["readVersion"], operation, kind, written, metric("numTargetDeletionVectorsAdded"), metrics)
+    return Commit(
+        row["version"],
+        row["readVersion"],
+        operation,
+        kind,
+        written,
+        metric("numTargetDeletionVectorsAdded"),
+        metrics,
+        utc_from_micros(row["committed_us"]),
+        dict(row["operationParameters"] or {}),
+    )
+
+
+def utc_from_micros(micros: int) -> dt.datetime:
+    """A timezone-aware UTC datetime from microseconds since the epoch (Spark's ``unix_micros``)."""
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)
 
 
 def _iceberg_commit(row: dict[str, Any], first: bool) -> Commit:
@@ -100,7 +133,7 @@ def _iceberg_commit(row: dict[str, Any], first: bool) -> Commit:
     elif row["parent_id"] is None:
         kind = "replace"  # a create-or-replace starts a new line of snapshots
     else:
-        kind = {"append": "append", "overwrite": "merge"}.get(row["operation"], "other")
+        kind = {"append": "append", "overwrite": "merge", "replace": "maintenance"}.get(row["operation"], "other")
     return Commit(
         row["snapshot_id"],
         row["parent_id"],
@@ -109,6 +142,8 @@ def _iceberg_commit(row: dict[str, Any], first: bool) -> Commit:
         int(summary.get("added-records", "0")),
         int(summary.get("added-position-deletes", "0")),
         summary,
+        utc_from_micros(row["committed_us"]),
+        {},
     )
 
 
@@ -126,3 +161,29 @@ def table_bytes(spark, table: str) -> int:
     if session_format(spark) == DELTA:
         return int(spark.sql(f"describe detail {table}").first()["sizeInBytes"])
     return int(spark.sql(f"select coalesce(sum(file_size_in_bytes), 0) as n from {table}.data_files").first()["n"])
+
+
+def readable_commits(spark, table: str) -> list[Commit]:
+    """The commits of ``table`` that time travel (``VERSION AS OF``) can still read, oldest first.
+
+    Iceberg: every snapshot ``expire_snapshots`` left (the ``snapshots`` metadata table). Delta:
+    the history minus the versions whose data files a ``VACUUM`` may have deleted. A VACUUM at time
+    T with retention R (``VACUUM START``'s ``specifiedRetentionMillis``, else
+    ``defaultRetentionMillis``) deletes only files removed before T - R, so the version current at
+    T - R and every later one are whole. Delta records VACUUM in the history on local, HDFS and
+    cloud file systems (``spark.databricks.delta.vacuum.logging.enabled``); the latest cutoff of
+    all of them counts.
+    """
+    commits = table_commits(spark, table)
+    if session_format(spark) != DELTA:
+        return commits
+    cutoff = None
+    for commit in commits:
+        if commit.operation == "VACUUM START":
+            retention_ms = commit.parameters.get("specifiedRetentionMillis") or commit.parameters.get("defaultRetentionMillis") or "0"
+            vacuumed_before = commit.committed_at - dt.timedelta(milliseconds=int(retention_ms))
+            cutoff = vacuumed_before if cutoff is None else max(cutoff, vacuumed_before)
+    if cutoff is None:
+        return commits
+    older = [index for index, commit in enumerate(commits) if commit.committed_at <= cutoff]
+    return commits[older[-1] :] if older else commits
