@@ -1,10 +1,12 @@
-{% macro post_payment_events(accepted_events) -%}
+{% macro post_payment_events(accepted_events, observed_until=none) -%}
     {#-
         Postings of accepted events: one row per event with its reserve rate, reserve hold and the
         change it makes to each balance (see the docs block `balance_fold`).
         `accepted_events` is a relation or CTE name with the columns of int_payment_events_classified;
         it is scanned once, and a filter on it reaches the event scan (no window over the events).
-        The as-of rate (reserve_rates_as_of) is resolved for funds_released events only.
+        The as-of rate (reserve_rates_as_of) is resolved for funds_released events only, with the
+        segment and policy versions it came from; `observed_until` (a SQL timestamp expression)
+        limits them to the versions observed by then (see reserve_rates_as_of).
     -#}
     select
         events.merchant_id,
@@ -13,6 +15,7 @@
         events.ingest_seq,
         events.event_type,
         events.amount,
+        events.as_of_segment,
         events.reserve_pct,
         cast(round(events.amount * events.reserve_pct, 2) as decimal(18, 2)) as hold_amount,
         cast(
@@ -27,8 +30,11 @@
             as decimal(18, 2)
         ) as reserve_delta,
         events.event_date,
-        events.event_time
-    from ({{ reserve_rates_as_of(accepted_events) }}) as events
+        events.event_time,
+        events.as_of_segment_observed_at,
+        events.as_of_policy_effective_from_date,
+        events.as_of_policy_observed_at
+    from ({{ reserve_rates_as_of(accepted_events, observed_until) }}) as events
     inner join {{ ref('payment_event_types') }} as rules
         on events.event_type = rules.event_type
 {%- endmacro %}
