@@ -2,11 +2,12 @@
     config(
         materialized='incremental',
         incremental_strategy='append',
-        on_schema_change='fail',
+        on_schema_change='append_new_columns',
     )
 }}
 
-{#- The audit cannot be recomputed from canonical history: a full refresh would erase it. -#}
+{#- The audit cannot be recomputed from canonical history: a full refresh would erase it, and a new
+    column is appended to it (null in the rows written before) instead of failing the build. -#}
 {{ guard_full_refresh() }}
 
 {#-
@@ -18,6 +19,7 @@
 
 {%- set new_events_after = none %}
 {%- set replay_from = none %}
+{%- set view_version = none %}
 {#- Read only once the slices exist: `dbt compile` and `dbt docs generate` work on an empty warehouse
     (a run always builds the slices first). -#}
 {%- if execute and load_relation(ref('int_balance_slices_invalidated')) is not none %}
@@ -28,6 +30,9 @@
     ).rows[0] %}
     {%- set new_events_after = bounds[0] %}
     {%- set replay_from = bounds[1] %}
+    {#- The view's version after this build: the version this build published (the same as the
+        previous build's when it merged no row). -#}
+    {%- set view_version = current_table_version(ref('merchant_balance_current')) %}
 {%- endif %}
 
 with slices as (
@@ -105,7 +110,8 @@ final as (
         observations.policy_observed_at,
         slices.from_date,
         slices.observed_at,
-        {{ build_started_at() }} as recorded_at
+        {{ build_started_at() }} as recorded_at,
+        cast({{ view_version if view_version is not none else 'null' }} as bigint) as view_version
     from slices
     cross join watermarks
     cross join observations
