@@ -26,6 +26,9 @@ os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "2")
 os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
 os.environ.setdefault("PAYLEDGER_ADAPTIVE", "false")
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+# dbt invocations that name no target path (the CLI's `balance` and `explain`) write this worker's
+# own folder, not the repo's target/ that the other worker shares.
+os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # The one switch between the table formats: PAYLEDGER_FORMAT=delta (default) or iceberg picks the
 # default dbt target (profiles.yml), the CLI's Spark session and the Thrift Server's format.
 FORMAT = os.environ.setdefault("PAYLEDGER_FORMAT", "delta")

@@ -1,5 +1,5 @@
-"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``build``, ``maintain``, ``thrift``, ``demo``, ``bench`` and
-``bench-aging`` over the project's warehouse."""
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``maintain``,
+``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse."""
 
 from __future__ import annotations
 
@@ -107,6 +107,159 @@ def sql_command(query: str, fmt: str) -> None:
     writer.writerow(frame.columns)
     for row in rows:
         writer.writerow([_plain(v) for v in row])
+
+
+def _as_of(_ctx, _param, value: str | None) -> dt.datetime | None:
+    """--as-of: an ISO timestamp; without an offset it is UTC."""
+    if value is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"expected an ISO timestamp such as 2026-11-23T18:00:00Z (UTC unless an offset is given), got {value!r}") from None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+AS_OF_OPTION = click.option(
+    "--as-of", "as_of", callback=_as_of, metavar="TIMESTAMP", help="The version published at this moment (ISO, UTC unless an offset is given)."
+)
+BUILD_OPTION = click.option("--build", "build", metavar="INVOCATION_ID", help="The version this build (a dbt invocation id) published.")
+HISTORY_FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+
+
+def _history_call(function, *args, **kwargs):
+    """Run a payledger.history query, turning its errors into click's: a malformed value is a usage
+    error (exit 2), a moment, build or key without a balance an error (exit 1)."""
+    from payledger.history import HistoryError
+
+    try:
+        return function(*args, **kwargs)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    except HistoryError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _published(build) -> dict | None:
+    if build is None:
+        return None
+    return {
+        "invocation_id": build.invocation_id,
+        "view_version": build.view_version,
+        "committed_at": _plain(build.committed_at),
+        "events_watermark": build.events_watermark,
+        "policy_observed_at": _plain(build.policy_observed_at),
+    }
+
+
+def _emit(fmt: str, title: str, sections: list[tuple[str, list[dict]]], document: dict) -> None:
+    """Print ``document`` as JSON, the first section as CSV, or every section as a rich table."""
+    if fmt == "json":
+        click.echo(json.dumps(document, default=_plain))
+        return
+    if fmt == "csv":
+        rows = sections[0][1]
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        columns = list(dict.fromkeys(column for row in rows for column in row))
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_plain(row.get(column)) for column in columns])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    console.print(title)
+    for name, rows in sections:
+        if not rows:
+            console.print(f"{name}: none")
+            continue
+        table = Table(title=name, title_justify="left")
+        for column in rows[0]:
+            table.add_column(column, justify="right" if isinstance(rows[0][column], (int, float, Decimal)) else "left")
+        for row in rows:
+            table.add_row(*("" if v is None else str(_plain(v)) for v in row.values()))
+        console.print(table)
+
+
+def _moment(build) -> str:
+    return "the current version of the view" if build is None else f"the view as published by {build.describe()}"
+
+
+@main.command("balance")
+@click.argument("merchant_id")
+@click.option("--currency", help="Only this currency (ISO 4217).")
+@AS_OF_OPTION
+@BUILD_OPTION
+@HISTORY_FORMAT_OPTION
+def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime | None, build: str | None, fmt: str) -> None:
+    """MERCHANT_ID's balances as the view published them: now, at --as-of or by --build.
+
+    Rows of merchant_balance_current (time travel to the version a build published, recorded in
+    balance_invalidations), with written_by_invocation_id, source_watermark and policy_observed_at.
+    How far back: the retention of table maintenance (PAYLEDGER_RETENTION_HOURS, 168 by default).
+    """
+    if as_of is not None and build is not None:
+        raise click.UsageError("give --as-of or --build, not both")
+    from payledger import history
+    from payledger.spark import get_spark
+
+    result = _history_call(history.balance, get_spark(), merchant_id, currency, as_of=as_of, build=build)
+    _emit(fmt, _moment(result.build), [("balances", result.rows)], {"build": _published(result.build), "rows": result.rows})
+
+
+@main.command("explain")
+@click.argument("merchant_id")
+@click.argument("currency")
+@AS_OF_OPTION
+@BUILD_OPTION
+@click.option("--by", type=click.Choice(["event", "day"]), default="event", show_default=True, help="One line per posting, or per day.")
+@HISTORY_FORMAT_OPTION
+def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, build: str | None, by: str, fmt: str) -> None:
+    """The postings that make up MERCHANT_ID's CURRENCY balance, as of a build (the latest by default).
+
+    Each accepted event with its available, pending and reserve deltas, the segment and reserve_pct
+    applied and the snapshot versions they came from (the models' own fold, post_payment_events),
+    then the totals against the view's row, then the merchant's rejected rows with their reasons.
+    Exit 1 when the totals differ from the view.
+    """
+    if as_of is not None and build is not None:
+        raise click.UsageError("give --as-of or --build, not both")
+    from payledger import history
+    from payledger.spark import get_spark
+
+    result = _history_call(history.explain, get_spark(), merchant_id, currency, as_of=as_of, build=build, by=by)
+    differences = result.differences()
+    totals = {"line": "postings total", **result.totals}
+    view = {"line": "view row", **{column: result.view_row[column] for column in result.totals}}
+    verdict = (
+        "the totals equal the view's row"
+        if not differences
+        else "the totals DIFFER from the view's row: " + ", ".join(f"{column} {total} vs {value}" for column, (total, value) in differences.items())
+    )
+    document = {
+        "build": _published(result.build),
+        "merchant_id": merchant_id,
+        "currency": currency,
+        "by": by,
+        "postings": result.postings,
+        "totals": result.totals,
+        "view": result.view_row,
+        "matches_view": not differences,
+        "differences": {column: {"postings": total, "view": value} for column, (total, value) in differences.items()},
+        "rejects": result.rejects,
+    }
+    lines = [{"kind": "posting" if by == "event" else "day", **row} for row in result.postings]
+    lines += [{"kind": "total", **result.totals}, {"kind": "view", **{column: result.view_row[column] for column in result.totals}}]
+    lines += [{"kind": "rejected", **row} for row in result.rejects]
+    sections = [("postings" if by == "event" else "postings per day", result.postings), ("totals", [totals, view]), ("rejected rows", result.rejects)]
+    if fmt == "csv":
+        sections = [("lines", lines)]
+    _emit(fmt, f"{merchant_id} {currency}: {_moment(result.build)}; {verdict}", sections, document)
+    if fmt == "csv":
+        click.echo(verdict, err=True)
+    if differences:
+        sys.exit(1)
 
 
 #: Maintenance options of the scheduled build, the maintain command and the aging bench.

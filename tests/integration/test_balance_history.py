@@ -1,0 +1,277 @@
+"""The balance as of a past build (``payledger balance``), why it is what it is (``payledger
+explain``), and reads that never see half a build."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import datetime as dt
+import io
+import json
+import os
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from payledger import history
+from payledger.cli import main
+from payledger.maintain import maintain_tables
+from payledger.warehouse import VIEW
+from tests import reference
+from tests.processes import Process
+from tests.support import History, event, merchant, policy
+
+pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
+
+BALANCE = ("available_balance", "pending_balance", "reserve_hold")
+
+
+def balances(rows) -> dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]]:
+    """Rows with the view's columns, as {(merchant_id, currency): (available, pending, reserve)}."""
+    return {(r["merchant_id"], r["currency"]): tuple(r[c] for c in BALANCE) for r in rows}
+
+
+def expected_balances(state: History) -> dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]]:
+    return {key: (b.available, b.pending, b.reserve) for key, b in state.expected().items()}
+
+
+def three_builds(dbt, warehouse) -> tuple[list[str], list[History]]:
+    """Build 1: two merchants (retail 10%, travel 5%) with captures and releases in March.
+    Build 2: new events, a late event (February) and an exact duplicate of a build-1 event.
+    Build 3: retail's reserve raised to 20% from March 5th (a retroactive policy change).
+    Returns the invocation ids and the history landed up to each build (for the reference)."""
+    state = History()
+    ids, states = [], []
+    state.land_merchants(warehouse, [merchant("r1", "retail", "2026-01-01"), merchant("t1", "travel", "2026-01-01")])
+    state.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    state.land_events(
+        warehouse,
+        [
+            event("r1-c1", "r1", "capture_settled", "100.00", "2026-03-01 10:00:00"),
+            event("r1-f1", "r1", "funds_released", "100.00", "2026-03-02 10:00:00"),
+            event("r1-e1", "r1", "capture_settled", "30.00", "2026-03-01 11:00:00", currency="EUR"),
+            event("t1-c1", "t1", "capture_settled", "80.00", "2026-03-01 10:00:00"),
+            event("t1-f1", "t1", "funds_released", "80.00", "2026-03-06 10:00:00"),
+        ],
+    )
+    ids.append(dbt.scenario_build().invocation_id)
+    states.append(copy.deepcopy(state))
+    state.land_events(
+        warehouse,
+        [
+            event("r1-f2", "r1", "funds_released", "50.00", "2026-03-10 10:00:00"),
+            event("r1-late", "r1", "refund_posted", "7.50", "2026-02-01 09:00:00"),
+            event("r1-f1", "r1", "funds_released", "100.00", "2026-03-02 10:00:00"),  # exact duplicate
+            event("t1-p1", "t1", "payout_paid", "10.00", "2026-03-11 10:00:00"),
+        ],
+    )
+    ids.append(dbt.scenario_build().invocation_id)
+    states.append(copy.deepcopy(state))
+    state.land_policies(warehouse, [policy("retail", "0.2000", "2026-03-05"), policy("travel", "0.0500", "2026-01-01")])
+    ids.append(dbt.scenario_build().invocation_id)
+    states.append(copy.deepcopy(state))
+    return ids, states
+
+
+def test_balance_and_explain_as_of_each_build_match_the_reference(dbt, warehouse):
+    spark = warehouse.spark
+    target = dbt.artefacts / "target"
+    ids, states = three_builds(dbt, warehouse)
+    builds = {b.invocation_id: b for b in history.published_builds(spark)}
+    assert list(builds) == ids, f"the audit maps each build to a view version: {list(builds)} vs {ids}"
+
+    # balance --build: each build's version holds exactly the reference fold of that build's inputs.
+    for build_id, state in zip(ids, states, strict=True):
+        got = {}
+        for merchant_id in ("r1", "t1"):
+            result = history.balance(spark, merchant_id, build=build_id, target_path=target)
+            assert result.build.invocation_id == build_id
+            got |= balances(result.rows)
+        assert got == expected_balances(state), f"build {build_id}"
+    assert balances(history.balance(spark, "r1", "USD", target_path=target).rows) == {
+        key: value for key, value in expected_balances(states[-1]).items() if key == ("r1", "USD")
+    }
+
+    # --as-of between two builds' commits: the earlier build's state.
+    published = [builds[i] for i in ids]
+    for earlier, later, state in zip(published, published[1:], states, strict=False):
+        between = earlier.committed_at + (later.committed_at - earlier.committed_at) / 2
+        result = history.balance(spark, "r1", as_of=between, target_path=target)
+        assert result.build.invocation_id == earlier.invocation_id
+        assert balances(result.rows) == {k: v for k, v in expected_balances(state).items() if k[0] == "r1"}
+
+    # explain: postings of the latest build add up to the view for the keys touched by the late
+    # event, the duplicate and the policy change; reserve_pct follows the as-of rules as known then.
+    latest, before_change = states[-1], states[1]
+    for merchant_id, currency in (("r1", "USD"), ("t1", "USD"), ("r1", "EUR")):
+        explained = history.explain(spark, merchant_id, currency, target_path=target)
+        assert explained.build.invocation_id == ids[-1]
+        assert explained.differences() == {}, explained.differences()
+        want = latest.expected()[(merchant_id, currency)]
+        assert (explained.totals["available_balance"], explained.totals["pending_balance"], explained.totals["reserve_hold"]) == (
+            want.available,
+            want.pending,
+            want.reserve,
+        )
+        for posting in explained.postings:
+            if posting["event_type"] == "funds_released":
+                day = posting["event_time"].date()
+                assert posting["reserve_pct"] == reference.reserve_pct(merchant_id, day, latest.segments, latest.policies), posting
+    r1 = {p["event_id"]: p for p in history.explain(spark, "r1", "USD", target_path=target).postings}
+    assert set(r1) == {"r1-c1", "r1-f1", "r1-f2", "r1-late"}, "the duplicate counts once, the late event counts"
+    assert r1["r1-f2"]["reserve_pct"] == Decimal("0.2000") and r1["r1-f1"]["reserve_pct"] == Decimal("0.1000")
+    assert r1["r1-f2"]["segment"] == "retail" and r1["r1-f2"]["policy_effective_from_date"] == dt.date(2026, 3, 5)
+    # As of build 2 the raise was not known: the same release held 10%.
+    old = {p["event_id"]: p for p in history.explain(spark, "r1", "USD", build=ids[1], target_path=target).postings}
+    assert old["r1-f2"]["reserve_pct"] == reference.reserve_pct("r1", dt.date(2026, 3, 10), before_change.segments, before_change.policies)
+    assert old["r1-f2"]["reserve_pct"] == Decimal("0.1000")
+    rejects = history.explain(spark, "r1", "USD", target_path=target).rejects
+    assert [(r["event_id"], r["rejection_reason"]) for r in rejects] == [("r1-f1", "exact_duplicate")]
+    assert history.explain(spark, "r1", "USD", build=ids[0], target_path=target).rejects == [], "build 1 had not seen the duplicate"
+    by_day = history.explain(spark, "r1", "USD", by="day", target_path=target)
+    assert by_day.differences() == {} and [d["event_date"] for d in by_day.postings] == sorted(d["event_date"] for d in by_day.postings)
+
+    # Errors: malformed values are usage errors (exit 2); a moment, build or key without a balance
+    # is an error naming what is available (exit 1).
+    runner = CliRunner()
+    unknown_build = "00000000-0000-0000-0000-000000000000"
+    first = published[0].committed_at
+    for args, status, words in [
+        (["balance", "r1; drop table x"], 2, "merchant id must be"),
+        (["balance", "r1", "--currency", "usd"], 2, "currency must be"),
+        (["balance", "r1", "--as-of", "yesterday"], 2, "ISO timestamp"),
+        (["balance", "r1", "--build", "not-a-build"], 2, "invocation id"),
+        (["balance", "r1", "--as-of", "2026-01-01", "--build", ids[0]], 2, "not both"),
+        (["balance", "r1", "--build", unknown_build], 1, "published no version"),
+        (["balance", "nobody"], 1, "has no balance"),
+        (["balance", "r1", "--currency", "GBP"], 1, "it holds EUR, USD"),
+        (["balance", "r1", "--as-of", (first - dt.timedelta(hours=1)).isoformat()], 1, "before the first build"),
+        (["balance", "r1", "--as-of", "2999-01-01T00:00:00Z"], 1, "in the future"),
+        (["explain", "r1", "GBP"], 1, "it holds EUR, USD"),
+        (["explain", "r1", "USD", "--by", "week"], 2, "week"),
+    ]:
+        outcome = runner.invoke(main, args)
+        assert outcome.exit_code == status, (args, outcome.output, outcome.exception)
+        assert words in outcome.output, (args, outcome.output)
+    assert "available: from build " + ids[0] in runner.invoke(main, ["balance", "r1", "--build", unknown_build]).output
+
+    outcome = runner.invoke(main, ["balance", "r1", "--build", ids[1], "--format", "json"])
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.output)
+    assert document["build"]["invocation_id"] == ids[1]
+    assert {(r["merchant_id"], r["currency"]): tuple(Decimal(r[c]) for c in BALANCE) for r in document["rows"]} == {
+        k: v for k, v in expected_balances(states[1]).items() if k[0] == "r1"
+    }
+    outcome = runner.invoke(main, ["explain", "r1", "USD", "--format", "json"])
+    assert outcome.exit_code == 0 and json.loads(outcome.output)["matches_view"] is True, outcome.output
+    outcome = runner.invoke(main, ["explain", "r1", "USD", "--format", "csv"])
+    assert outcome.exit_code == 0, outcome.output
+    lines = list(csv.DictReader(io.StringIO(outcome.stdout)))
+    kinds = [line["kind"] for line in lines]
+    assert kinds == ["posting"] * 4 + ["total", "view", "rejected"], kinds
+    assert [lines[4][c] for c in BALANCE] == [lines[5][c] for c in BALANCE] == [str(v) for v in expected_balances(states[-1])[("r1", "USD")]]
+
+    # Retention: once maintenance keeps no history, the first builds' versions cannot be read; the
+    # error says what is available. The latest build still reads (only maintenance came after it).
+    maintain_tables(spark, warehouse.warehouse, every_commits=0, retention_hours=0, tables=[VIEW])
+    outcome = runner.invoke(main, ["balance", "r1", "--build", ids[0]])
+    assert outcome.exit_code == 1 and "beyond the retained history" in outcome.output, outcome.output
+    assert f"available: from build {ids[-1]}" in outcome.output, outcome.output
+    assert balances(history.balance(spark, "r1", build=ids[-1], target_path=target).rows) == {
+        k: v for k, v in expected_balances(states[-1]).items() if k[0] == "r1"
+    }
+
+
+READER = """
+import json, sys, time
+from pathlib import Path
+from pyspark.sql import SparkSession
+fmt, location, jars, out, stop = sys.argv[1:6]
+builder = SparkSession.builder.master("local[1]").config("spark.jars", jars).config("spark.ui.enabled", "false")
+builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
+if fmt == "delta":
+    builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    builder = builder.config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+spark = builder.getOrCreate()
+print("reader ready", flush=True)
+
+
+def committed_view():
+    if fmt == "delta":
+        return spark.read.format("delta").load(location)
+    # The newest metadata file: a whole table state (Iceberg writes one per commit).
+    folder = Path(location.removeprefix("file:"), "metadata")
+    files = sorted(folder.glob("*.metadata.json"), key=lambda p: int(p.name.split("-")[0]))
+    return spark.read.format("iceberg").load(str(files[-1]))
+
+
+seen = failures = 0
+with open(out, "w") as handle:
+    while not Path(stop).exists():
+        try:
+            rows = committed_view().select("merchant_id", "currency", "available_balance", "pending_balance", "reserve_hold").collect()
+        except Exception as error:
+            # Iceberg writes a metadata file in place, and its catalog commits it only afterwards:
+            # one still being written does not parse yet. Read again; give up after many failures.
+            # A Delta commit is one log file, renamed into place: any failure there is real.
+            failures += 1
+            print(f"reader retry {failures}: {str(error).splitlines()[0][:300]}", flush=True)
+            if fmt == "delta" or failures > 50:
+                raise
+            time.sleep(0.2)
+            continue
+        handle.write(json.dumps(sorted([r[0], r[1], str(r[2]), str(r[3]), str(r[4])] for r in rows)) + "\\n")
+        handle.flush()
+        seen += 1
+        time.sleep(0.3)
+print(f"reader done {seen}, {failures} retries", flush=True)
+"""
+
+
+def test_a_reader_in_another_process_sees_only_whole_builds(dbt, warehouse, tmp_path):
+    """A separate process polls the view's committed state (Delta: the table's log; Iceberg: its
+    newest metadata file, read without the metastore, which Derby keeps to one process) while
+    builds run: new events, a retroactive policy change and a manual replay. Every state it sees
+    equals the reference at one of the batch boundaries."""
+    spark = warehouse.spark
+    state = History()
+    state.land_merchants(warehouse, [merchant(f"m{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
+    state.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+    state.land_events(warehouse, [event(f"a{i}", f"m{i}", "capture_settled", "100.00", "2026-03-01 10:00:00") for i in range(6)])
+    dbt.scenario_build()
+    boundaries = [expected_balances(state)]
+    location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
+    jars = ",".join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
+    script, out, stop = tmp_path / "reader.py", tmp_path / "states.jsonl", tmp_path / "stop"
+    script.write_text(READER)
+    fmt = os.environ["PAYLEDGER_FORMAT"]
+    reader = Process([sys.executable, str(script), fmt, location, jars, str(out), str(stop)], dict(os.environ))
+    try:
+        assert reader.wait_for("reader ready", timeout=180), reader.lines[-20:]
+        time.sleep(2)
+        state.land_events(
+            warehouse,
+            [event(f"b{i}", f"m{i}", "funds_released", "60.00", "2026-03-10 10:00:00") for i in range(6)]
+            + [event("late", "m1", "refund_posted", "5.00", "2026-02-01 10:00:00"), event("a0", "m0", "capture_settled", "100.00", "2026-03-01 10:00:00")],
+        )
+        dbt.scenario_build()
+        boundaries.append(expected_balances(state))
+        state.land_policies(warehouse, [policy("retail", "0.3000", "2026-03-05"), policy("travel", "0.0500", "2026-01-01")])
+        dbt.scenario_build()
+        boundaries.append(expected_balances(state))
+        dbt.scenario_build("--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "travel", "replay_from": "2026-02-01"}))
+        time.sleep(3)
+    finally:
+        stop.touch()
+        assert reader.finish(timeout=120) == 0, [line for line in reader.lines if "retry" in line or "Exception" in line][:10]
+    boundary_states = [sorted([m, c, str(a), str(p), str(r)] for (m, c), (a, p, r) in b.items()) for b in boundaries]
+    observed = [json.loads(line) for line in out.read_text().splitlines()]
+    assert observed, "the reader read nothing"
+    strays = [s for s in observed if s not in boundary_states]
+    assert not strays, f"the reader saw {len(strays)} states that are no batch boundary, first: {strays[0]}"
+    distinct = {json.dumps(s) for s in observed}
+    assert len(distinct) >= 3, f"the reader saw only {len(distinct)} of the {len(boundaries)} boundaries: it did not poll during the builds"
