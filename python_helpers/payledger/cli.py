@@ -176,10 +176,19 @@ def _emit(fmt: str, title: str, sections: list[tuple[str, list[dict]]], document
             continue
         table = Table(title=name, title_justify="left")
         for column in rows[0]:
-            table.add_column(column, justify="right" if isinstance(rows[0][column], (int, float, Decimal)) else "left")
+            table.add_column(column, justify="right" if isinstance(rows[0][column], (int, float, Decimal)) else "left", overflow="fold")
         for row in rows:
-            table.add_row(*("" if v is None else str(_plain(v)) for v in row.values()))
+            table.add_row(*(_cell(v) for v in row.values()))
         console.print(table)
+
+
+def _cell(value: object) -> str:
+    """A table cell: times to the second (JSON and CSV keep microseconds), None as blank."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return str(_plain(value))
 
 
 def _moment(build) -> str:

@@ -133,7 +133,10 @@ def resolve_build(spark, as_of: dt.datetime | None = None, build: str | None = N
         raise HistoryError("give --as-of or --build, not both")
     builds = published_builds(spark)
     if not builds:
-        raise HistoryError(f"no build has published a version of {VIEW} yet (run dbt build first)")
+        raise HistoryError(
+            f"no build has recorded the version of {VIEW} it published yet: run dbt build (builds from before "
+            "balance_invalidations.view_version existed cannot be asked for; the current version can)"
+        )
     if build is not None:
         found = [b for b in builds if b.invocation_id == build]
         if not found:
