@@ -101,16 +101,23 @@ def published_builds(spark) -> list[PublishedBuild]:
 def read_version(commits: list[Commit], readable: set[int], version: int) -> int | None:
     """The version that holds ``version``'s rows and time travel can still read: ``version`` when
     it is ``readable``, else the first readable one after it if only maintenance commits (compaction,
-    purge, vacuum: the same rows) come between; None otherwise (``commits`` oldest first)."""
-    if version in readable:
-        return version
-    later = [index for index, commit in enumerate(commits) if commit.version == version]
-    for commit in commits[later[0] + 1 :] if later else []:
-        if commit.kind != "maintenance":
+    purge, vacuum: the same rows) come between; None otherwise.
+
+    ``commits``: the table's retained commits, oldest first. The next commit after a version is the
+    one whose parent it is (Iceberg's expire_snapshots removes expired snapshots from the list, but
+    the first retained one still names its parent), else the next in the list (Delta keeps its log).
+    """
+    by_parent = {commit.parent: commit for commit in commits if commit.parent is not None}
+    position = {commit.version: index for index, commit in enumerate(commits)}
+    current = version
+    while current not in readable:
+        following = by_parent.get(current)
+        if following is None and current in position and position[current] + 1 < len(commits):
+            following = commits[position[current] + 1]
+        if following is None or following.kind != "maintenance":
             return None
-        if commit.version in readable:
-            return commit.version
-    return None
+        current = following.version
+    return current
 
 
 def _available(builds: list[PublishedBuild]) -> str:

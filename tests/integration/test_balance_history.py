@@ -39,11 +39,12 @@ def expected_balances(state: History) -> dict[tuple[str, str], tuple[Decimal, De
     return {key: (b.available, b.pending, b.reserve) for key, b in state.expected().items()}
 
 
-def three_builds(dbt, warehouse) -> tuple[list[str], list[History]]:
+def three_builds(dbt, warehouse, after_first) -> tuple[list[str], list[History]]:
     """Build 1: two merchants (retail 10%, travel 5%) with captures and releases in March.
     Build 2: new events, a late event (February) and an exact duplicate of a build-1 event.
     Build 3: retail's reserve raised to 20% from March 5th (a retroactive policy change).
-    Returns the invocation ids and the history landed up to each build (for the reference)."""
+    ``after_first()`` runs after build 1. Returns the invocation ids and the history landed up to
+    each build (for the reference)."""
     state = History()
     ids, states = [], []
     state.land_merchants(warehouse, [merchant("r1", "retail", "2026-01-01"), merchant("t1", "travel", "2026-01-01")])
@@ -60,6 +61,7 @@ def three_builds(dbt, warehouse) -> tuple[list[str], list[History]]:
     )
     ids.append(dbt.scenario_build().invocation_id)
     states.append(copy.deepcopy(state))
+    after_first()
     state.land_events(
         warehouse,
         [
@@ -77,12 +79,109 @@ def three_builds(dbt, warehouse) -> tuple[list[str], list[History]]:
     return ids, states
 
 
-def test_balance_and_explain_as_of_each_build_match_the_reference(dbt, warehouse):
+READER = """
+import json, sys, time
+from pathlib import Path
+from pyspark.sql import SparkSession
+fmt, location, jars, out, stop = sys.argv[1:6]
+builder = SparkSession.builder.master("local[1]").config("spark.jars", jars).config("spark.ui.enabled", "false")
+builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
+if fmt == "delta":
+    builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    builder = builder.config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+spark = builder.getOrCreate()
+print("reader ready", flush=True)
+
+
+def committed_view():
+    if fmt == "delta":
+        return spark.read.format("delta").load(location)
+    # The newest metadata file: a whole table state (Iceberg writes one per commit).
+    folder = Path(location.removeprefix("file:"), "metadata")
+    files = sorted(folder.glob("*.metadata.json"), key=lambda p: int(p.name.split("-")[0]))
+    return spark.read.format("iceberg").load(str(files[-1]))
+
+
+seen = failures = 0
+with open(out, "w") as handle:
+    while not Path(stop).exists():
+        try:
+            rows = committed_view().select("merchant_id", "currency", "available_balance", "pending_balance", "reserve_hold").collect()
+        except Exception as error:
+            # Iceberg writes a metadata file in place, and its catalog commits it only afterwards:
+            # one still being written does not parse yet. Read again; give up after many failures.
+            # A Delta commit is one log file, renamed into place: any failure there is real.
+            failures += 1
+            print(f"reader retry {failures}: {str(error).splitlines()[0][:300]}", flush=True)
+            if fmt == "delta" or failures > 50:
+                raise
+            time.sleep(0.2)
+            continue
+        handle.write(json.dumps(sorted([r[0], r[1], str(r[2]), str(r[3]), str(r[4])] for r in rows)) + "\\n")
+        handle.flush()
+        seen += 1
+        time.sleep(0.3)
+print(f"reader done {seen}, {failures} retries", flush=True)
+"""
+
+
+class CommittedStateReader:
+    """Another process that polls the view's committed state without the metastore (Derby keeps
+    it to one process): Delta reads the table's log, Iceberg its newest metadata file. Every state
+    read is one line of ``states.jsonl``: sorted [merchant_id, currency, available, pending,
+    reserve] rows."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.process: Process | None = None
+
+    def start(self, spark) -> None:
+        location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
+        jars = ",".join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
+        script = self.folder / "reader.py"
+        script.write_text(READER)
+        argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, jars, str(self.folder / "states.jsonl"), str(self.folder / "stop")]
+        self.process = Process(argv, dict(os.environ))
+        assert self.process.wait_for("reader ready", timeout=180), self.process.lines[-20:]
+        time.sleep(2)
+
+    def stop(self) -> list[list]:
+        """Stop the reader; the states it read, in order."""
+        assert self.process is not None, "the reader never started"
+        (self.folder / "stop").touch()
+        code = self.process.finish(timeout=120)
+        assert code == 0, [line for line in self.process.lines if "retry" in line or "Exception" in line][:10]
+        return [json.loads(line) for line in (self.folder / "states.jsonl").read_text().splitlines()]
+
+
+def as_state(balances_by_key) -> list[list]:
+    """{(merchant_id, currency): (available, pending, reserve)} in the reader's line format."""
+    return sorted([m, c, str(a), str(p), str(r)] for (m, c), (a, p, r) in balances_by_key.items())
+
+
+def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, warehouse, tmp_path):
     spark = warehouse.spark
     target = dbt.artefacts / "target"
-    ids, states = three_builds(dbt, warehouse)
+    # A reader in another process polls the view during builds 2 and 3 (new events, a policy
+    # change) and a manual replay: every state it sees is the reference at a batch boundary.
+    reader = CommittedStateReader(tmp_path)
+    ids, states = three_builds(dbt, warehouse, after_first=lambda: reader.start(spark))
+    try:
+        replay = dbt.scenario_build("--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "retail", "replay_from": "2026-02-01"}))
+        time.sleep(3)
+    finally:
+        observed = reader.stop()
+    boundaries = [as_state(expected_balances(state)) for state in states]
+    assert observed, "the reader read nothing"
+    strays = [state for state in observed if state not in boundaries]
+    assert not strays, f"the reader saw {len(strays)} states that are no batch boundary, first: {strays[0]}"
+    distinct = {json.dumps(state) for state in observed}
+    assert len(distinct) == len(boundaries), f"the reader saw {len(distinct)} of the {len(boundaries)} boundaries: it did not poll during the builds"
+
     builds = {b.invocation_id: b for b in history.published_builds(spark)}
-    assert list(builds) == ids, f"the audit maps each build to a view version: {list(builds)} vs {ids}"
+    assert list(builds) == [*ids, replay.invocation_id], f"the audit maps each build to a view version: {list(builds)} vs {ids}"
+    # The replay changed no balance: it merged no row and its version is build 3's.
+    assert builds[replay.invocation_id].view_version == builds[ids[-1]].view_version
 
     # balance --build: each build's version holds exactly the reference fold of that build's inputs.
     for build_id, state in zip(ids, states, strict=True):
@@ -109,7 +208,7 @@ def test_balance_and_explain_as_of_each_build_match_the_reference(dbt, warehouse
     latest, before_change = states[-1], states[1]
     for merchant_id, currency in (("r1", "USD"), ("t1", "USD"), ("r1", "EUR")):
         explained = history.explain(spark, merchant_id, currency, target_path=target)
-        assert explained.build.invocation_id == ids[-1]
+        assert explained.build.invocation_id == replay.invocation_id, "the latest build by default"
         assert explained.differences() == {}, explained.differences()
         want = latest.expected()[(merchant_id, currency)]
         assert (explained.totals["available_balance"], explained.totals["pending_balance"], explained.totals["reserve_hold"]) == (
@@ -184,94 +283,3 @@ def test_balance_and_explain_as_of_each_build_match_the_reference(dbt, warehouse
     assert balances(history.balance(spark, "r1", build=ids[-1], target_path=target).rows) == {
         k: v for k, v in expected_balances(states[-1]).items() if k[0] == "r1"
     }
-
-
-READER = """
-import json, sys, time
-from pathlib import Path
-from pyspark.sql import SparkSession
-fmt, location, jars, out, stop = sys.argv[1:6]
-builder = SparkSession.builder.master("local[1]").config("spark.jars", jars).config("spark.ui.enabled", "false")
-builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
-if fmt == "delta":
-    builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-    builder = builder.config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-spark = builder.getOrCreate()
-print("reader ready", flush=True)
-
-
-def committed_view():
-    if fmt == "delta":
-        return spark.read.format("delta").load(location)
-    # The newest metadata file: a whole table state (Iceberg writes one per commit).
-    folder = Path(location.removeprefix("file:"), "metadata")
-    files = sorted(folder.glob("*.metadata.json"), key=lambda p: int(p.name.split("-")[0]))
-    return spark.read.format("iceberg").load(str(files[-1]))
-
-
-seen = failures = 0
-with open(out, "w") as handle:
-    while not Path(stop).exists():
-        try:
-            rows = committed_view().select("merchant_id", "currency", "available_balance", "pending_balance", "reserve_hold").collect()
-        except Exception as error:
-            # Iceberg writes a metadata file in place, and its catalog commits it only afterwards:
-            # one still being written does not parse yet. Read again; give up after many failures.
-            # A Delta commit is one log file, renamed into place: any failure there is real.
-            failures += 1
-            print(f"reader retry {failures}: {str(error).splitlines()[0][:300]}", flush=True)
-            if fmt == "delta" or failures > 50:
-                raise
-            time.sleep(0.2)
-            continue
-        handle.write(json.dumps(sorted([r[0], r[1], str(r[2]), str(r[3]), str(r[4])] for r in rows)) + "\\n")
-        handle.flush()
-        seen += 1
-        time.sleep(0.3)
-print(f"reader done {seen}, {failures} retries", flush=True)
-"""
-
-
-def test_a_reader_in_another_process_sees_only_whole_builds(dbt, warehouse, tmp_path):
-    """A separate process polls the view's committed state (Delta: the table's log; Iceberg: its
-    newest metadata file, read without the metastore, which Derby keeps to one process) while
-    builds run: new events, a retroactive policy change and a manual replay. Every state it sees
-    equals the reference at one of the batch boundaries."""
-    spark = warehouse.spark
-    state = History()
-    state.land_merchants(warehouse, [merchant(f"m{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
-    state.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-    state.land_events(warehouse, [event(f"a{i}", f"m{i}", "capture_settled", "100.00", "2026-03-01 10:00:00") for i in range(6)])
-    dbt.scenario_build()
-    boundaries = [expected_balances(state)]
-    location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
-    jars = ",".join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
-    script, out, stop = tmp_path / "reader.py", tmp_path / "states.jsonl", tmp_path / "stop"
-    script.write_text(READER)
-    fmt = os.environ["PAYLEDGER_FORMAT"]
-    reader = Process([sys.executable, str(script), fmt, location, jars, str(out), str(stop)], dict(os.environ))
-    try:
-        assert reader.wait_for("reader ready", timeout=180), reader.lines[-20:]
-        time.sleep(2)
-        state.land_events(
-            warehouse,
-            [event(f"b{i}", f"m{i}", "funds_released", "60.00", "2026-03-10 10:00:00") for i in range(6)]
-            + [event("late", "m1", "refund_posted", "5.00", "2026-02-01 10:00:00"), event("a0", "m0", "capture_settled", "100.00", "2026-03-01 10:00:00")],
-        )
-        dbt.scenario_build()
-        boundaries.append(expected_balances(state))
-        state.land_policies(warehouse, [policy("retail", "0.3000", "2026-03-05"), policy("travel", "0.0500", "2026-01-01")])
-        dbt.scenario_build()
-        boundaries.append(expected_balances(state))
-        dbt.scenario_build("--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "travel", "replay_from": "2026-02-01"}))
-        time.sleep(3)
-    finally:
-        stop.touch()
-        assert reader.finish(timeout=120) == 0, [line for line in reader.lines if "retry" in line or "Exception" in line][:10]
-    boundary_states = [sorted([m, c, str(a), str(p), str(r)] for (m, c), (a, p, r) in b.items()) for b in boundaries]
-    observed = [json.loads(line) for line in out.read_text().splitlines()]
-    assert observed, "the reader read nothing"
-    strays = [s for s in observed if s not in boundary_states]
-    assert not strays, f"the reader saw {len(strays)} states that are no batch boundary, first: {strays[0]}"
-    distinct = {json.dumps(s) for s in observed}
-    assert len(distinct) >= 3, f"the reader saw only {len(distinct)} of the {len(boundaries)} boundaries: it did not poll during the builds"
