@@ -88,7 +88,12 @@
     {%- if plan -%}
         {{ log("Replay plan (nothing written): " ~ plan | length ~ " slice(s)", info=true) }}
         {%- for slice in plan -%}
-            {{ log("  " ~ slice.cause ~ ": " ~ slice.predicate ~ " | merchants " ~ slice.merchants ~ ", keys " ~ slice.keys ~ ", event rows to read " ~ slice.event_rows_to_read, info=true) }}
+            {#- slice['keys'], not slice.keys: attribute access on a dict finds its keys() method first. -#}
+            {{ log(
+                "  " ~ slice.cause ~ ": " ~ slice.predicate ~ ": " ~ slice['merchants'] ~ " merchant(s), "
+                ~ slice['keys'] ~ " key(s), " ~ slice['event_rows_to_read'] ~ " event row(s) to read",
+                info=true
+            ) }}
         {%- endfor -%}
         {{ log("PLAN_JSON " ~ plan | tojson, info=true) }}
     {%- else -%}

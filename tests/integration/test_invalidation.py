@@ -220,14 +220,23 @@ def test_plan_lists_slices_without_writing(dbt, warehouse, built):
     warehouse.load("reserve_policies", [policy("retail", "0.3000", "2026-04-01")])
     warehouse.load("payment_events", [event("n1", "t1", "payout_paid", "1.00", "2026-04-20 00:00:00")])
     commits = table_commits(warehouse.spark, VIEW)
-    plan = dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON")
+    planned = dbt("run-operation", "balance_replay_plan")
+    plan = planned.logged_json("PLAN_JSON")
     assert sorted((p["cause"], p["keys"]) for p in plan) == [("new_events", 1), ("policy_change", 2)]
+    # The human-readable lines say the same, as sentences with numbers.
+    for p in plan:
+        line = f"  {p['cause']}: {p['predicate']}: {p['merchants']} merchant(s), {p['keys']} key(s), {p['event_rows_to_read']} event row(s) to read"
+        assert line in planned.messages, (line, planned.messages)
     policy_slice = next(p for p in plan if p["cause"] == "policy_change")
     assert policy_slice["merchants"] == 3  # r1, r2, r3 were retail on some day since April 1
     assert policy_slice["event_rows_to_read"] == 2  # r1-f2 and r2-p1
     assert table_commits(warehouse.spark, VIEW) == commits
 
-    freshness = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
+    checked = dbt("run-operation", "balance_freshness")
+    freshness = checked.logged_json("FRESHNESS_JSON")
+    sentence = next(m for m in checked.messages if m.startswith("Balance view freshness: "))
+    assert f"1 landed event row(s) behind (view watermark {freshness['view_source_watermark']})" in sentence, sentence
+    assert f"oldest invalidation not yet replayed: {freshness['oldest_invalidation_not_replayed']}" in sentence, sentence
     assert freshness["landed_rows_behind"] == 1
     assert freshness["reference_rows_not_captured"] == 1  # the retail policy, landed, not yet snapshotted
     assert freshness["oldest_invalidation_not_replayed"] != "none"
