@@ -8,9 +8,7 @@ file loads nothing. Each loaded file is then recorded in ``payledger_raw.load_lo
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ import pyarrow.parquet as pq
 
 from payledger.contract import LANDING_TABLES, LOAD_LOG, LOAD_LOG_COLUMNS, RAW_SCHEMA
 from payledger.formats import session_format
+from payledger.locks import load_lock
 
 ROW_COLUMN = "_file_row"
 
@@ -103,15 +102,6 @@ def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[
         arrays.append(pa.array(range(row, row + batch.num_rows), pa.int64()))
         yield pa.record_batch(arrays, schema=expected.append(pa.field(ROW_COLUMN, pa.int64())))
         row += batch.num_rows
-
-
-@contextlib.contextmanager
-def load_lock(warehouse: Path) -> Iterator[None]:
-    """Serialise loaders on one warehouse: ``ingest_seq`` is max + 1, so two loads must not interleave."""
-    warehouse.mkdir(parents=True, exist_ok=True)
-    with open(warehouse / ".load.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def ensure_landing_tables(spark) -> None:

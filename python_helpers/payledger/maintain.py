@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from payledger.formats import DELTA, session_format
+from payledger.locks import build_lock, load_lock
 from payledger.warehouse import project_relations
 
 #: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
@@ -238,9 +239,7 @@ def maintain_tables(
 
 def maintain(warehouse: Path, *, every_commits: int = 1, retention_hours: float = DEFAULT_RETENTION_HOURS, wait_s: float = 0.0) -> list[TableMaintenance]:
     """``maintain_tables`` on the project's Spark session, under the warehouse's build lock (waiting
-    up to ``wait_s`` seconds; ``schedule.BuildLocked`` when a build holds it) and its load lock."""
-    from payledger.load import load_lock
-    from payledger.schedule import build_lock
+    up to ``wait_s`` seconds; ``locks.BuildLocked`` when a build holds it) and its load lock."""
     from payledger.spark import get_spark
 
     with build_lock(warehouse, wait_s), load_lock(warehouse):

@@ -1,6 +1,6 @@
 """Scheduled builds (cron): one build at a time per warehouse, logged as JSON lines.
 
-``scheduled_build`` takes an exclusive ``flock`` on ``<warehouse>/.payledger-build.lock``, runs
+``scheduled_build`` takes the warehouse's build lock (``locks.build_lock``), runs
 ``dbt source freshness``, ``dbt build`` and, when tables are due, table maintenance
 (``maintain.maintain_tables``) in-process, and reports each step as one JSON object per
 line (dbt's own messages, errors only, are JSON lines too: ``--log-format json``). A second build
@@ -11,65 +11,21 @@ is past the view's watermarks.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from payledger.dbt import run_dbt
-from payledger.load import load_lock
+from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock, load_lock
 from payledger.maintain import every_commits_setting, maintain_tables, retention_hours_setting
 from payledger.spark import default_warehouse, get_spark
-
-LOCK_FILE = ".payledger-build.lock"
-EXIT_LOCKED = 75
-
-
-class BuildLocked(RuntimeError):
-    """Another process holds the build lock of this warehouse."""
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-@contextlib.contextmanager
-def build_lock(warehouse: Path, wait_s: float = 0.0) -> Iterator[Path]:
-    """Hold the warehouse's build lock for the ``with`` block; yields the lock file's path.
-
-    Polls for up to ``wait_s`` seconds. Raises ``BuildLocked`` (naming the holder's pid and start
-    time, as the holder wrote them into the lock file) when the lock stays taken. The lock is an
-    ``flock``: the kernel releases it when the holder exits, even on SIGKILL.
-    """
-    warehouse.mkdir(parents=True, exist_ok=True)
-    path = warehouse / LOCK_FILE
-    deadline = time.monotonic() + wait_s
-    with open(path, "a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.seek(0)
-                    holder = handle.read().strip() or "unknown holder"
-                    raise BuildLocked(
-                        f"another build holds {path} ({holder}); waited {wait_s:g} s. Nothing was run; the next scheduled build catches up."
-                    ) from None
-                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} since {_now()}")
-        handle.flush()
-        try:
-            yield path
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def scheduled_build(

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from payledger.cli import main
 from payledger.formats import table_commits
+from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock
 from payledger.maintain import file_counts, maintain, maintain_tables, project_tables
-from payledger.schedule import EXIT_LOCKED, BuildLocked, build_lock, scheduled_build
+from payledger.schedule import scheduled_build
 from payledger.warehouse import VIEW
 from tests.support import SCENARIO_SELECTION, History, event, merchant, policy
 
