@@ -1,11 +1,18 @@
 """The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``maintain``,
-``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse."""
+``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse.
+
+One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
+``click.ClickException``); a usage error prints the usage and exits 2; a command that finds
+another build holding the warehouse's lock exits 75. Spark's own log messages stay off unless
+``--verbose`` or ``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them (``profiles/log4j2.properties``).
+"""
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
 import json
+import os
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -14,13 +21,30 @@ import click
 from rich.progress import Progress
 
 from payledger.generate import EVENT_FILE, GenerateOptions, generate, generate_batch
+from payledger.locks import EXIT_LOCKED
 
 LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merchants": "merchants"}
+#: The log4j level of Spark's driver logging (profiles/log4j2.properties; default error).
+LOG_LEVEL_VARIABLE = "PAYLEDGER_SPARK_LOG_LEVEL"
+
+
+class WarehouseLocked(click.ClickException):
+    """Another build holds the warehouse's build lock: exit 75 (``EX_TEMPFAIL``), nothing was run."""
+
+    exit_code = EXIT_LOCKED
 
 
 @click.group()
-def main() -> None:
+@click.version_option(package_name="payledger", prog_name="payledger")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help=f"Show Spark's and Hive's log messages (info and above) on stderr; ${LOG_LEVEL_VARIABLE} (warn, info, debug) sets the level.",
+)
+def main(verbose: bool) -> None:
     """PayLedger helpers for the dbt project (run from anywhere; the warehouse is the project's)."""
+    if verbose:
+        os.environ.setdefault(LOG_LEVEL_VARIABLE, "info")
 
 
 @main.command("generate")
@@ -72,8 +96,7 @@ def load_command(kind: str, file: Path) -> None:
     try:
         rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
     except LoadError as error:
-        click.echo(f"payledger load: {error}", err=True)
-        sys.exit(1)
+        raise click.ClickException(str(error)) from None
     click.echo(json.dumps({"table": f"payledger_raw.{LOAD_KINDS[kind]}", "rows": rows}))
 
 
@@ -98,8 +121,7 @@ def sql_command(query: str, fmt: str) -> None:
         frame = get_spark().sql(query)
         rows = frame.collect()
     except PySparkException as error:
-        click.echo(f"payledger sql: {error}", err=True)
-        sys.exit(1)
+        raise click.ClickException(str(error)) from None
     if fmt == "json":
         click.echo(json.dumps([{k: _plain(v) for k, v in row.asDict().items()} for row in rows], indent=None))
         return
@@ -265,10 +287,10 @@ def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, 
     if fmt == "csv":
         sections = [("lines", lines)]
     _emit(fmt, f"{merchant_id} {currency}: {_moment(result.build)}; {verdict}", sections, document)
+    if differences:
+        raise click.ClickException(verdict)
     if fmt == "csv":
         click.echo(verdict, err=True)
-    if differences:
-        sys.exit(1)
 
 
 #: Maintenance options of the scheduled build, the maintain command and the aging bench.
@@ -323,8 +345,8 @@ def maintain_command(retention_hours: float | None, every_commits: int, wait_s: 
     rewrite_position_delete_files, rewrite_manifests, expire_snapshots. Runs under the build lock:
     never during a build. Prints one JSON object per table maintained.
     """
+    from payledger.locks import BuildLocked
     from payledger.maintain import maintain, retention_hours_setting
-    from payledger.schedule import EXIT_LOCKED, BuildLocked
     from payledger.spark import default_warehouse
 
     try:
@@ -335,8 +357,7 @@ def maintain_command(retention_hours: float | None, every_commits: int, wait_s: 
             wait_s=wait_s,
         )
     except BuildLocked as locked:
-        click.echo(f"payledger maintain: {locked}", err=True)
-        sys.exit(EXIT_LOCKED)
+        raise WarehouseLocked(str(locked)) from None
     for table in done:
         click.echo(json.dumps(table.as_dict()))
 
@@ -378,9 +399,9 @@ def demo_command(events: int, merchants: int) -> None:
     try:
         reconciled = run_demo(events, merchants, PROJECT_ROOT / "data" / "demo", Console())
     except DemoFailed as error:
-        click.echo(f"payledger demo: {error}", err=True)
-        sys.exit(1)
-    sys.exit(0 if reconciled else 1)
+        raise click.ClickException(str(error)) from None
+    if not reconciled:
+        raise click.ClickException("the view did not reconcile with canonical history (differences above)")
 
 
 def _report_console(console_class):
@@ -401,7 +422,10 @@ def bench_command(events: int, merchants: int) -> None:
     from payledger.bench import run_bench
     from payledger.spark import PROJECT_ROOT
 
-    run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
+    try:
+        run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
+    except RuntimeError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command("bench-aging")
@@ -427,15 +451,19 @@ def bench_aging_command(events: int, merchants: int, builds: int, batch_share: f
     from payledger.maintain import every_commits_setting, retention_hours_setting
     from payledger.spark import PROJECT_ROOT
 
-    figures = run_aging(
-        _report_console(Console),
-        PROJECT_ROOT / "data" / "bench_aging",
-        PROJECT_ROOT / "target",
-        events=events,
-        merchants=merchants,
-        builds=builds,
-        batch_share=batch_share,
-        maintain_every=every_commits_setting() if maintain_every is None else maintain_every,
-        retention_hours=retention_hours_setting(),
-    )
-    sys.exit(0 if figures["reconciled"] else 1)
+    try:
+        figures = run_aging(
+            _report_console(Console),
+            PROJECT_ROOT / "data" / "bench_aging",
+            PROJECT_ROOT / "target",
+            events=events,
+            merchants=merchants,
+            builds=builds,
+            batch_share=batch_share,
+            maintain_every=every_commits_setting() if maintain_every is None else maintain_every,
+            retention_hours=retention_hours_setting(),
+        )
+    except RuntimeError as error:
+        raise click.ClickException(str(error)) from None
+    if not figures["reconciled"]:
+        raise click.ClickException("the view did not reconcile after the last build (target/bench_aging.json)")

@@ -1,9 +1,13 @@
-"""``payledger load`` and ``payledger sql``: contract checks that load nothing on bad files."""
+"""``payledger load`` and ``payledger sql``: contract checks that load nothing on bad files; the CLI's
+error style, version and quiet output."""
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
 import json
+import os
+import subprocess
 from decimal import Decimal
 
 import pyarrow as pa
@@ -13,6 +17,7 @@ from click.testing import CliRunner
 
 from payledger.cli import main
 from payledger.load import LoadError, load_file
+from tests.processes import ROOT, executable
 from tests.support import event, merchant, policy
 
 pytestmark = pytest.mark.integration
@@ -139,7 +144,7 @@ def test_sql_command_prints_csv_and_json(warehouse):
     as_json = runner.invoke(main, ["sql", query, "--format", "json"])
     assert json.loads(as_json.output) == [{"segment": "retail", "reserve_pct": "0.1000", "effective_from": "2026-01-01"}]
     broken = runner.invoke(main, ["sql", "select * from nowhere"])
-    assert broken.exit_code == 1 and "nowhere" in broken.output
+    assert broken.exit_code == 1 and broken.output.startswith("Error: ") and "nowhere" in broken.output, broken.output
 
 
 @pytest.mark.parametrize(
@@ -160,3 +165,46 @@ def test_load_command_exits_non_zero_with_a_clear_message_and_loads_nothing(ware
     assert result.exit_code != 0
     assert message in result.output, result.output
     assert landed(warehouse, "payment_events") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "start", "message"),
+    [
+        (["load", "events", "no/such/file.parquet"], 1, "Error: ", "no such file"),
+        (["sql", "select * from payledger_raw.no_such_table"], 1, "Error: ", "no_such_table"),
+        (["balance", "m1", "--as-of", "yesterday"], 2, "Usage: ", "expected an ISO timestamp"),
+        (["balance", "m1", "--as-of", "2026-11-01", "--build", "b1"], 2, "Usage: ", "not both"),
+        (["load", "refunds", "file.csv"], 2, "Usage: ", "'refunds' is not one of"),
+        (["explain", "m1"], 2, "Usage: ", "Missing argument 'CURRENCY'"),
+    ],
+)
+def test_every_command_fails_in_one_style(warehouse, args, status, start, message):
+    """An error is ``Error: <message>`` and exit 1; a usage error shows the usage and exits 2."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == status, result.output
+    assert result.output.startswith(start) and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_version_is_the_installed_package_version():
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"payledger, version {importlib.metadata.version('payledger')}\n"
+
+
+def test_a_command_prints_only_its_own_output_unless_verbose(tmp_path):
+    """A fresh process with its own warehouse: ``payledger sql`` writes the result and nothing else
+    (no Spark start-up banner or log lines); ``--verbose`` brings Spark's log messages back."""
+    env = {key: value for key, value in os.environ.items() if key != "PAYLEDGER_SPARK_LOG_LEVEL"}
+    env["PAYLEDGER_WAREHOUSE"] = str(tmp_path / "warehouse")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([executable("payledger"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+    quiet = run("sql", "select 1 as one")
+    assert quiet.returncode == 0, quiet.stderr
+    assert (quiet.stdout, quiet.stderr) == ("one\n1\n", "")
+    verbose = run("--verbose", "sql", "select 1 as one")
+    assert verbose.returncode == 0, verbose.stderr
+    assert verbose.stdout == "one\n1\n"
+    assert " INFO SparkContext: Running Spark version" in verbose.stderr, verbose.stderr[-2000:]
