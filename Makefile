@@ -55,8 +55,9 @@ test: setup ## Run the whole suite on Delta, then the both_formats tests on Iceb
 soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
 	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
 
-lint: setup ## ruff and sqlfluff over the project (what pre-commit runs)
+lint: setup ## ruff and sqlfluff over the code (what pre-commit runs), dbt-score over the dbt metadata (pyproject.toml)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/sqlfluff lint
+	VENV_BIN=$(VENV)/bin bash scripts/lint_metadata.sh
 
 docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080 (DOCS_PORT)
 	$(VENV)/bin/dbt docs generate --project-dir . --profiles-dir profiles --target-path $(DOCS_TARGET)

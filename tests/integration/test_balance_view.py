@@ -6,6 +6,8 @@ test run was given (PAYLEDGER_FORMAT).
 
 from __future__ import annotations
 
+import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -208,6 +210,23 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])
     dbt("build")
     history.assert_view_matches(warehouse)
+
+    # The example queries in the marts' descriptions (what dbt docs and dbt-score show) run as written.
+    examples = mart_examples(json.loads((dbt.artefacts / "target" / "manifest.json").read_text()))
+    assert set(examples) == {"merchant_balance_current", "payment_event_rejects", "balance_invalidations"}
+    for queries in examples.values():
+        assert queries
+        for query in queries:
+            warehouse.spark.sql(query).collect()  # raises on an unknown table, column or function
+
+
+def mart_examples(manifest: dict) -> dict[str, list[str]]:
+    """The ```sql blocks of each mart's description in a dbt manifest, by model name."""
+    return {
+        node["name"]: re.findall(r"```sql\n(.*?)```", node["description"], flags=re.DOTALL)
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and node["fqn"][1] == "marts"
+    }
 
 
 def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, warehouse):

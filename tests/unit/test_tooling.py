@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +30,16 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 def test_code_is_lint_clean(argv):
     result = run(str(BIN / argv[0]), *argv[1:])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_dbt_metadata_scores_at_least_9_8_and_every_mart_10(tmp_path):
+    """dbt-score with the committed configuration (pyproject.toml), as `make lint` runs it."""
+    env = {**os.environ, "VENV_BIN": str(BIN), "DBT_TARGET_PATH": str(tmp_path / "target")}
+    result = subprocess.run(["bash", "scripts/lint_metadata.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    scores = [float(score) for score in re.findall(r"Project score: ([\d.]+)", plain)]
+    assert len(scores) == 2 and scores[0] >= 9.8 and scores[1] == 10.0, plain[-4000:]
 
 
 def test_every_yaml_file_parses():
