@@ -24,15 +24,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from payledger import scenario
 from payledger.dbt import run_dbt
-from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
+from payledger.generate import EVENT_FILE
 from payledger.load import load_file
 from payledger.maintain import DEFAULT_RETENTION_HOURS, FileCounts, file_counts
 from payledger.schedule import scheduled_build
 from payledger.spark import default_warehouse, get_spark
-from payledger.warehouse import VIEW, drop_project_schemas
+from payledger.warehouse import VIEW
 
-END_DATE = dt.date(2026, 11, 1)
 #: Tables whose files are counted after every build.
 WATCHED = {
     "view": VIEW,
@@ -146,23 +146,27 @@ def run_aging(
     returns the figures (``builds``: one dict per build, ``targets``). Raises ``RuntimeError`` when
     the initial build or a scheduled build fails."""
     history = data_dir / "history"
-    generate(GenerateOptions(events=events, merchants=merchants, segments=10, days=365, end_date=END_DATE), history)
+    scenario.generate_history(history, events, merchants)
     batch_events = max(10, int(events * batch_share))
     batch_dirs = []
     for number in range(1, builds + 1):
         batch_dir = data_dir / f"batch_{number:03d}"
-        end_date = END_DATE + dt.timedelta(days=1 + number // BUILDS_PER_DAY)
-        options = GenerateOptions(events=batch_events, merchants=merchants, segments=10, days=2, end_date=end_date, seed=1000 + number)
-        generate_batch(options, history / EVENT_FILE, batch_dir, id_prefix=f"a{number:03d}_")
+        scenario.generate_new_batch(
+            history,
+            batch_dir,
+            events=batch_events,
+            merchants=merchants,
+            days=2,
+            end_date=scenario.END_DATE + dt.timedelta(days=1 + number // BUILDS_PER_DAY),
+            seed=1000 + number,
+            id_prefix=f"a{number:03d}_",
+        )
         batch_dirs.append(batch_dir)
     console.print(f"generated {events:,} events and {builds} batches of {batch_events:,} new events")
 
     spark = get_spark()
     warehouse = default_warehouse()
-    drop_project_schemas(spark)
-    load_file(spark, "merchants", history / MERCHANT_FILE, warehouse)
-    load_file(spark, "reserve_policies", history / POLICY_FILE, warehouse)
-    load_file(spark, "payment_events", history / EVENT_FILE, warehouse)
+    scenario.load_history(spark, history, warehouse)
     started = time.monotonic()
     initial = run_dbt("build", "--exclude", "resource_type:test", "resource_type:unit_test")
     if not initial.success:

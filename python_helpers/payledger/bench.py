@@ -33,13 +33,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from payledger import scenario
 from payledger.dbt import DbtInvocation, run_dbt
-from payledger.demo import write_retroactive_policy
-from payledger.formats import rows_written, session_format, table_bytes, table_commits
-from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
+from payledger.formats import session_format, table_bytes
+from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
-from payledger.warehouse import VIEW, drop_project_schemas
+from payledger.warehouse import VIEW
 
 CANONICAL = "int_payment_events_classified"
 CHECKPOINT = "int_merchant_daily_balances"
@@ -144,8 +144,8 @@ BUILD_STEPS = (
 
 
 def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Phase:
-    commits = len(table_commits(spark, VIEW))
     seconds = 0.0
+    written = 0
     by_node: dict[str, float] = {}
     canonical: dict[str, int] = {}
     landing = 0
@@ -153,7 +153,9 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
     last_ids: dict[str, int] = {}
     for label, dbt_args in steps:
         first = metrics.last_id()
-        build = run_dbt(*dbt_args)
+        done = scenario.build(spark, *dbt_args)
+        build = done.invocation
+        written += done.records_written
         if not build.success:
             raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
         seconds += _model_seconds(build)
@@ -162,9 +164,6 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         landing += metrics.rows_read(first, LANDING)
         checkpoint += metrics.rows_read(first, CHECKPOINT)
         last_ids[label] = metrics.last_id()
-    after = table_commits(spark, VIEW)
-    # A full refresh replaces the table: count what its last commit wrote.
-    written = rows_written(after[commits:]) if len(after) > commits else rows_written(after[-1:])
     return Phase(name, seconds, canonical, landing, written, by_node, checkpoint, last_ids)
 
 
@@ -307,23 +306,24 @@ class SizeResult:
         }
 
 
-END_DATE = dt.date(2026, 11, 1)
-
-
 def _prepare(size: BenchSize, data_dir: Path, console: Console) -> tuple[Path, Path, Path, str, dt.date]:
     """Generate the size's history, its batch and the policy change; returns their folders, the
     changed segment and the change's effective date."""
     history, batch, change = data_dir / "history", data_dir / "batch", data_dir / "policy_change"
     started = time.monotonic()
-    generate(GenerateOptions(events=size.events, merchants=size.merchants, segments=10, days=365, end_date=END_DATE), history)
+    scenario.generate_history(history, size.events, size.merchants)
     console.print(f"generated {size.events:,} events for {size.merchants:,} merchants in {time.monotonic() - started:.0f}s")
-    generate_batch(
-        GenerateOptions(events=size.batch_events, merchants=size.merchants, segments=10, days=2, end_date=END_DATE + dt.timedelta(days=2), seed=44),
-        history / EVENT_FILE,
+    scenario.generate_new_batch(
+        history,
         batch,
+        events=size.batch_events,
+        merchants=size.merchants,
+        days=2,
+        end_date=scenario.END_DATE + dt.timedelta(days=2),
+        seed=44,
         id_prefix="b44_",
     )
-    segment, _, effective = write_retroactive_policy(history, change, END_DATE)
+    segment, _, effective = scenario.write_retroactive_policy(history, change)
     return history, batch, change, segment, effective
 
 
@@ -334,11 +334,8 @@ def _count(spark, query: str) -> int:
 def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, console: Console) -> SizeResult:
     """Build the size's history, then measure C, P, A and B on it, in that order."""
     history, batch, change, segment, effective = _prepare(size, data_dir, console)
-    drop_project_schemas(spark)
     warehouse = default_warehouse()
-    load_file(spark, "merchants", history / MERCHANT_FILE, warehouse)
-    load_file(spark, "reserve_policies", history / POLICY_FILE, warehouse)
-    loaded = load_file(spark, "payment_events", history / EVENT_FILE, warehouse)
+    _, loaded = scenario.load_history(spark, history, warehouse)
     console.print(f"loaded {loaded:,} event rows")
     initial = _measure(spark, metrics, "initial build", BUILD_STEPS)
     console.print(f"initial build: {initial.seconds:.1f}s")

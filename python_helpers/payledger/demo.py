@@ -7,23 +7,19 @@ Generate a history, load it, ``dbt build``; load a new batch (duplicates, late e
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from payledger.contract import POLICY_FILE_SCHEMA
-from payledger.dbt import DbtInvocation, run_dbt
-from payledger.formats import rows_written, session_format, table_commits
-from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateOptions, generate, generate_batch
+from payledger import scenario
+from payledger.dbt import DbtInvocation
+from payledger.formats import session_format
+from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
-from payledger.warehouse import RECONCILIATION_FAILURES, VIEW, drop_project_schemas
+from payledger.warehouse import RECONCILIATION_FAILURES, VIEW
 
 
 @dataclass
@@ -41,64 +37,39 @@ class DemoFailed(RuntimeError):
 
 
 def _build(console: Console, spark, name: str) -> Step:
-    before = table_commits(spark, VIEW)
-    started = time.monotonic()
-    build = run_dbt("build")
-    seconds = time.monotonic() - started
-    after = table_commits(spark, VIEW)
-    step = Step(name, build, rows_written(after[len(before) :]), seconds)
-    console.print(f"[bold]{name}[/]: dbt build {'ok' if build.success else 'FAILED'} in {seconds:.1f}s, {step.records_written} view records written")
-    errors = [line for line in build.failures() if not line.startswith("test.")]
-    if build.exception is not None or errors:
-        raise DemoFailed(f"{name}: {errors or build.exception}")
+    done = scenario.build(spark, "build")
+    step = Step(name, done.invocation, done.records_written, done.seconds)
+    console.print(f"[bold]{name}[/]: dbt build {'ok' if step.build.success else 'FAILED'} in {step.seconds:.1f}s, {step.records_written} view records written")
+    errors = [line for line in step.build.failures() if not line.startswith("test.")]
+    if step.build.exception is not None or errors:
+        raise DemoFailed(f"{name}: {errors or step.build.exception}")
     return step
-
-
-def write_retroactive_policy(history: Path, out: Path, end_date: dt.date) -> tuple[str, Decimal, dt.date]:
-    """Raise the first segment's reserve_pct by 5 points, effective 30 days before the end of history."""
-    policies = pq.read_table(history / POLICY_FILE).to_pylist()
-    segment = policies[0]["segment"]
-    pct = min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))
-    effective = end_date - dt.timedelta(days=30)
-    out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        pa.table(
-            {
-                "segment": [segment],
-                "reserve_pct": pa.array([pct], POLICY_FILE_SCHEMA.field("reserve_pct").type),
-                "effective_from": pa.array([effective], pa.date32()),
-            }
-        ),
-        out / POLICY_FILE,
-    )
-    return segment, pct, effective
 
 
 def run_demo(events: int, merchants: int, data_dir: Path, console: Console) -> bool:
     """Run the demo; returns True when every build passed and the view reconciled."""
-    end_date = dt.date(2026, 11, 1)
     history, batch, change = data_dir / "history", data_dir / "batch", data_dir / "policy_change"
     console.print(f"Generating {events:,} events for {merchants:,} merchants into {history}")
-    generate(GenerateOptions(events=events, merchants=merchants, end_date=end_date), history)
-    generate_batch(
-        GenerateOptions(events=max(100, events // 100), merchants=merchants, days=3, end_date=end_date + dt.timedelta(days=3), seed=43),
-        history / EVENT_FILE,
+    scenario.generate_history(history, events, merchants)
+    scenario.generate_new_batch(
+        history,
         batch,
+        events=max(100, events // 100),
+        merchants=merchants,
+        days=3,
+        end_date=scenario.END_DATE + dt.timedelta(days=3),
+        seed=43,
         id_prefix="b43_",
     )
-    segment, pct, effective = write_retroactive_policy(history, change, end_date)
+    segment, pct, effective = scenario.write_retroactive_policy(history, change)
 
     spark = get_spark()
     warehouse = default_warehouse()
-    dropped = drop_project_schemas(spark)
+    dropped, loaded = scenario.load_history(spark, history, warehouse)
     if dropped:
         console.print(f"Dropped the previous demo's schemas: {', '.join(dropped)}")
-    steps: list[Step] = []
-    load_file(spark, "merchants", history / MERCHANT_FILE, warehouse)
-    load_file(spark, "reserve_policies", history / POLICY_FILE, warehouse)
-    loaded = load_file(spark, "payment_events", history / EVENT_FILE, warehouse)
     console.print(f"Loaded {loaded:,} event rows")
-    steps.append(_build(console, spark, "1 history"))
+    steps = [_build(console, spark, "1 history")]
     loaded = load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
     console.print(f"Loaded a new batch of {loaded:,} event rows (re-sent duplicates, late events, bad rows)")
     steps.append(_build(console, spark, "2 new batch"))

@@ -26,7 +26,7 @@ def drop_project_schemas(spark) -> list[str]:
     """Drop every schema whose name starts with ``payledger`` with its views and tables (purged).
 
     Objects are dropped one by one (Iceberg's HiveCatalog refuses ``DROP ... CASCADE``). Returns the
-    schemas dropped. Destructive: snapshots' history goes too. Used by the demo and the tests only.
+    schemas dropped. Destructive: snapshots' history goes too. Used by the demo, the benches and the tests only.
     """
     relations = project_relations(spark)
     for name, objects in relations.items():
