@@ -143,8 +143,8 @@ def run_aging(
     retention_hours: float = DEFAULT_RETENTION_HOURS,
 ) -> dict:
     """Run the aging bench; writes ``out_dir/bench_aging.json`` and ``out_dir/bench_aging.png`` and
-    returns the figures (``builds``: one dict per build, ``targets``). Raises ``RuntimeError`` when
-    the initial build or a scheduled build fails."""
+    returns the figures (``builds``: one dict per build, ``targets``). Raises ``scenario.BuildFailed``
+    when the initial build, a scheduled build or its maintenance fails."""
     history = data_dir / "history"
     scenario.generate_history(history, events, merchants)
     batch_events = max(10, int(events * batch_share))
@@ -170,7 +170,7 @@ def run_aging(
     started = time.monotonic()
     initial = run_dbt("build", "--exclude", "resource_type:test", "resource_type:unit_test")
     if not initial.success:
-        raise RuntimeError(f"the initial build failed: {initial.failures() or initial.exception}")
+        raise scenario.BuildFailed(f"the initial build failed: {initial.failures() or initial.exception}")
     console.print(f"initial build: {time.monotonic() - started:.1f}s")
 
     done: list[AgingBuild] = []
@@ -185,10 +185,10 @@ def run_aging(
         )
         build = next(r for r in records if r["event"] == "build")
         if not build["success"]:
-            raise RuntimeError(f"scheduled build {number} failed (exit {code}): {build['failures']}")
+            raise scenario.BuildFailed(f"scheduled build {number} failed (exit {code}): {build['failures']}")
         maintenance = next(r for r in records if r["event"] == "maintenance")
         if not maintenance["success"]:
-            raise RuntimeError(f"maintenance after scheduled build {number} failed: {maintenance['error']}")
+            raise scenario.BuildFailed(f"maintenance after scheduled build {number} failed: {maintenance['error']}")
         result = AgingBuild(
             number,
             rows,

@@ -157,7 +157,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         build = done.invocation
         written += done.records_written
         if not build.success:
-            raise RuntimeError(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
+            raise scenario.BuildFailed(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
         seconds += _model_seconds(build)
         by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
         canonical[label] = metrics.rows_read(first, CANONICAL)
@@ -482,7 +482,8 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
 
     bench.json holds the large size's figures under their keys, the small size's under the same
     keys in ``small`` and, for the time figures, with the suffix ``_small`` at the top level, and
-    ``targets`` (name, value, limit, met, detail). Raises ``RuntimeError`` when a dbt step fails.
+    ``targets`` (name, value, limit, met, detail). Raises ``scenario.BuildFailed`` when a dbt step
+    fails or the view does not reconcile after the runs.
     """
     batch_events = max(1000, int(events * 0.002))
     large = BenchSize("", events, merchants, batch_events)
@@ -511,7 +512,7 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     out.write_text(json.dumps(figures, indent=2) + "\n")
     console.print(f"wrote {out}")
     if not all(result.reconciled for result in results.values()):
-        raise RuntimeError("the view did not reconcile after the bench's runs")
+        raise scenario.BuildFailed("the view did not reconcile after the bench's runs")
     return figures
 
 

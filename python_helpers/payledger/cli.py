@@ -2,9 +2,12 @@
 ``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse.
 
 One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
-``click.ClickException``); a usage error prints the usage and exits 2; a command that finds
-another build holding the warehouse's lock exits 75. Spark's own log messages stay off unless
-``--verbose`` or ``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them (``profiles/log4j2.properties``).
+``click.ClickException``; ``Group`` turns the errors commands meet in use, a file that does not load,
+a Spark error, a failed build, into one); a usage error prints the usage and exits 2; ``maintain``
+exits 75 when another build holds the warehouse's lock. ``build`` is the one exception: for cron,
+it reports every step, failures included, as JSON lines on stdout, and exits 0, 1 or 75. Spark's
+own log messages stay off unless ``--verbose`` or ``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them
+(``profiles/log4j2.properties``).
 """
 
 from __future__ import annotations
@@ -28,23 +31,67 @@ LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merch
 LOG_LEVEL_VARIABLE = "PAYLEDGER_SPARK_LOG_LEVEL"
 
 
+#: Levels at least as detailed as --verbose's, which it leaves as they are.
+DETAILED_LEVELS = ("info", "debug", "trace", "all")
+
+
 class WarehouseLocked(click.ClickException):
     """Another build holds the warehouse's build lock: exit 75 (``EX_TEMPFAIL``), nothing was run."""
 
     exit_code = EXIT_LOCKED
 
 
-@click.group()
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """Errors a command meets in normal use: they become ``Error: <message>`` (exit 1)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from payledger.demo import DemoFailed
+    from payledger.history import HistoryError
+    from payledger.load import LoadError
+    from payledger.scenario import BuildFailed
+    from payledger.thrift import ThriftError
+
+    return (OSError, LoadError, HistoryError, BuildFailed, DemoFailed, ThriftError, PySparkException, Py4JJavaError)
+
+
+def _message(error: BaseException) -> str:
+    """The error's message; for a Java exception its class and message, without the stack trace."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        return str(java.toString())
+    if isinstance(error, FileNotFoundError):
+        return f"no such file: {error.filename or error}"
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    return str(error)
+
+
+class Group(click.Group):
+    """The ``payledger`` group: commands' expected errors become ``click.ClickException`` (exit 1)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as error:
+            if isinstance(error, _expected_errors()):
+                raise click.ClickException(_message(error)) from None
+            raise
+
+
+@click.group(cls=Group)
 @click.version_option(package_name="payledger", prog_name="payledger")
 @click.option(
     "--verbose",
     is_flag=True,
-    help=f"Show Spark's and Hive's log messages (info and above) on stderr; ${LOG_LEVEL_VARIABLE} (warn, info, debug) sets the level.",
+    help=f"Show Spark's and Hive's log messages (info and above) on stderr; ${LOG_LEVEL_VARIABLE}=debug shows more.",
 )
 def main(verbose: bool) -> None:
     """PayLedger helpers for the dbt project (run from anywhere; the warehouse is the project's)."""
-    if verbose:
-        os.environ.setdefault(LOG_LEVEL_VARIABLE, "info")
+    if verbose and os.environ.get(LOG_LEVEL_VARIABLE, "").lower() not in DETAILED_LEVELS:
+        os.environ[LOG_LEVEL_VARIABLE] = "info"
 
 
 @main.command("generate")
@@ -90,13 +137,10 @@ def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path |
 @click.argument("file", type=click.Path(path_type=Path))
 def load_command(kind: str, file: Path) -> None:
     """Load a Parquet or CSV FILE into a landing table (events append; policies, merchants upsert)."""
-    from payledger.load import LoadError, load_file
+    from payledger.load import load_file
     from payledger.spark import default_warehouse, get_spark
 
-    try:
-        rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
-    except LoadError as error:
-        raise click.ClickException(str(error)) from None
+    rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
     click.echo(json.dumps({"table": f"payledger_raw.{LOAD_KINDS[kind]}", "rows": rows}))
 
 
@@ -113,15 +157,10 @@ def _plain(value: object) -> object:
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 def sql_command(query: str, fmt: str) -> None:
     """Run QUERY on the project's warehouse; print CSV (header then rows) or a JSON array of objects."""
-    from pyspark.errors import PySparkException
-
     from payledger.spark import get_spark
 
-    try:
-        frame = get_spark().sql(query)
-        rows = frame.collect()
-    except PySparkException as error:
-        raise click.ClickException(str(error)) from None
+    frame = get_spark().sql(query)
+    rows = frame.collect()
     if fmt == "json":
         click.echo(json.dumps([{k: _plain(v) for k, v in row.asDict().items()} for row in rows], indent=None))
         return
@@ -393,13 +432,10 @@ def demo_command(events: int, merchants: int) -> None:
     """Run the main job end to end on the embedded default warehouse (drops its previous demo data)."""
     from rich.console import Console
 
-    from payledger.demo import DemoFailed, run_demo
+    from payledger.demo import run_demo
     from payledger.spark import PROJECT_ROOT
 
-    try:
-        reconciled = run_demo(events, merchants, PROJECT_ROOT / "data" / "demo", Console())
-    except DemoFailed as error:
-        raise click.ClickException(str(error)) from None
+    reconciled = run_demo(events, merchants, PROJECT_ROOT / "data" / "demo", Console())
     if not reconciled:
         raise click.ClickException("the view did not reconcile with canonical history (differences above)")
 
@@ -422,10 +458,7 @@ def bench_command(events: int, merchants: int) -> None:
     from payledger.bench import run_bench
     from payledger.spark import PROJECT_ROOT
 
-    try:
-        run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
-    except RuntimeError as error:
-        raise click.ClickException(str(error)) from None
+    run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
 
 
 @main.command("bench-aging")
@@ -451,19 +484,16 @@ def bench_aging_command(events: int, merchants: int, builds: int, batch_share: f
     from payledger.maintain import every_commits_setting, retention_hours_setting
     from payledger.spark import PROJECT_ROOT
 
-    try:
-        figures = run_aging(
-            _report_console(Console),
-            PROJECT_ROOT / "data" / "bench_aging",
-            PROJECT_ROOT / "target",
-            events=events,
-            merchants=merchants,
-            builds=builds,
-            batch_share=batch_share,
-            maintain_every=every_commits_setting() if maintain_every is None else maintain_every,
-            retention_hours=retention_hours_setting(),
-        )
-    except RuntimeError as error:
-        raise click.ClickException(str(error)) from None
+    figures = run_aging(
+        _report_console(Console),
+        PROJECT_ROOT / "data" / "bench_aging",
+        PROJECT_ROOT / "target",
+        events=events,
+        merchants=merchants,
+        builds=builds,
+        batch_share=batch_share,
+        maintain_every=every_commits_setting() if maintain_every is None else maintain_every,
+        retention_hours=retention_hours_setting(),
+    )
     if not figures["reconciled"]:
         raise click.ClickException("the view did not reconcile after the last build (target/bench_aging.json)")

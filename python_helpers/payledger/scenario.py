@@ -28,6 +28,11 @@ from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE, GenerateO
 from payledger.load import load_file
 from payledger.warehouse import VIEW, drop_project_schemas
 
+
+class BuildFailed(RuntimeError):
+    """A build of a generated history failed, or its view did not reconcile; the message says which."""
+
+
 #: The last day of every generated history.
 END_DATE = dt.date(2026, 11, 1)
 SEGMENTS = 10

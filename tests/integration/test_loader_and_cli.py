@@ -176,11 +176,12 @@ def test_load_command_exits_non_zero_with_a_clear_message_and_loads_nothing(ware
         (["balance", "m1", "--as-of", "2026-11-01", "--build", "b1"], 2, "Usage: ", "not both"),
         (["load", "refunds", "file.csv"], 2, "Usage: ", "'refunds' is not one of"),
         (["explain", "m1"], 2, "Usage: ", "Missing argument 'CURRENCY'"),
+        (["generate", "--out", "{tmp}/batch", "--continue-from", "{tmp}"], 1, "Error: ", "events.parquet"),
     ],
 )
-def test_every_command_fails_in_one_style(warehouse, args, status, start, message):
+def test_every_command_fails_in_one_style(warehouse, tmp_path, args, status, start, message):
     """An error is ``Error: <message>`` and exit 1; a usage error shows the usage and exits 2."""
-    result = CliRunner().invoke(main, args)
+    result = CliRunner().invoke(main, [arg.format(tmp=tmp_path) for arg in args])
     assert result.exit_code == status, result.output
     assert result.output.startswith(start) and message in result.output, result.output
     assert "Traceback" not in result.output
@@ -192,6 +193,7 @@ def test_version_is_the_installed_package_version():
     assert result.output == f"payledger, version {importlib.metadata.version('payledger')}\n"
 
 
+@pytest.mark.slow
 def test_a_command_prints_only_its_own_output_unless_verbose(tmp_path):
     """A fresh process with its own warehouse: ``payledger sql`` writes the result and nothing else
     (no Spark start-up banner or log lines); ``--verbose`` brings Spark's log messages back."""

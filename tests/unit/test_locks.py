@@ -10,8 +10,9 @@ import sys
 import time
 
 import pytest
+from filelock import FileLock, Timeout
 
-from payledger.locks import BUILD_LOCK_FILE, BuildLocked, build_lock, load_lock
+from payledger.locks import BUILD_LOCK_FILE, LOAD_LOCK_FILE, BuildLocked, build_lock
 
 HOLD = """
 import sys, time
@@ -36,13 +37,16 @@ def test_a_second_build_lock_names_the_holder_and_waits_no_longer_than_asked(tmp
 
 
 def test_a_killed_holder_releases_both_locks(tmp_path):
+    load = FileLock(tmp_path / LOAD_LOCK_FILE)
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(BuildLocked, match=f"pid {holder.pid} since"), build_lock(tmp_path):
             pass
+        with pytest.raises(Timeout):
+            load.acquire(timeout=0)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
-    with build_lock(tmp_path, wait_s=5), load_lock(tmp_path):
+    with build_lock(tmp_path, wait_s=5), load.acquire(timeout=5):
         assert (tmp_path / BUILD_LOCK_FILE).read_text().startswith(f"pid {os.getpid()} since")
