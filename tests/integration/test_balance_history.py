@@ -97,8 +97,8 @@ def committed_view():
     if fmt == "delta":
         return spark.read.format("delta").load(location)
     # The most recently written metadata file: a whole table state (Iceberg writes one per commit).
-    # By write time, not by the version in its name: a table dropped earlier at the same location
-    # (DROP TABLE without PURGE keeps its files) leaves higher versions behind.
+    # By write time, not by the version in its name: the test warehouse's DROP TABLE ... PURGE of
+    # an earlier test's table at the same location can leave metadata files with higher versions.
     folder = Path(location.removeprefix("file:"), "metadata")
     files = sorted(folder.glob("*.metadata.json"), key=lambda p: (p.stat().st_mtime_ns, int(p.name.split("-")[0])))
     return spark.read.format("iceberg").load(str(files[-1]))
