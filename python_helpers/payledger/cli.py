@@ -29,8 +29,6 @@ from payledger.locks import EXIT_LOCKED
 LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merchants": "merchants"}
 #: The log4j level of Spark's driver logging (profiles/log4j2.properties; default error).
 LOG_LEVEL_VARIABLE = "PAYLEDGER_SPARK_LOG_LEVEL"
-
-
 #: Levels at least as detailed as --verbose's, which it leaves as they are.
 DETAILED_LEVELS = ("info", "debug", "trace", "all")
 
@@ -189,16 +187,12 @@ HISTORY_FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["tabl
 
 
 def _history_call(function, *args, **kwargs):
-    """Run a payledger.history query, turning its errors into click's: a malformed value is a usage
-    error (exit 2), a moment, build or key without a balance an error (exit 1)."""
-    from payledger.history import HistoryError
-
+    """Run a payledger.history query; a malformed value is a usage error (exit 2). A moment, build
+    or key without a balance (``HistoryError``) is an error the group reports (exit 1)."""
     try:
         return function(*args, **kwargs)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    except HistoryError as error:
-        raise click.ClickException(str(error)) from None
 
 
 def _published(build) -> dict | None:
@@ -413,15 +407,12 @@ def thrift_command(action: str, port: int, standalone: bool) -> None:
     """
     from payledger import thrift
 
-    try:
-        if action == "start":
-            result: object = thrift.start(port=port, standalone=standalone)
-        elif action == "stop":
-            result = thrift.stop()
-        else:
-            result = thrift.status(port=port)
-    except thrift.ThriftError as error:
-        raise click.ClickException(str(error)) from None
+    if action == "start":
+        result: object = thrift.start(port=port, standalone=standalone)
+    elif action == "stop":
+        result = thrift.stop()
+    else:
+        result = thrift.status(port=port)
     click.echo(json.dumps(result))
 
 

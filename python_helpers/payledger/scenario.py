@@ -39,12 +39,11 @@ SEGMENTS = 10
 HISTORY_DAYS = 365
 
 
-def generate_history(folder: Path, events: int, merchants: int, progress=None) -> dict:
+def generate_history(folder: Path, events: int, merchants: int) -> dict:
     """Write a history of about ``events`` clean events for ``merchants`` merchants (with the
-    generator's duplicates and bad rows) into ``folder``; returns the generator's counts.
-    ``progress`` is called with the number of rows written as they are written."""
+    generator's duplicates and bad rows) into ``folder``; returns the generator's counts."""
     options = GenerateOptions(events=events, merchants=merchants, segments=SEGMENTS, days=HISTORY_DAYS, end_date=END_DATE)
-    return generate(options, folder, progress=progress)
+    return generate(options, folder)
 
 
 def generate_new_batch(history: Path, folder: Path, *, events: int, merchants: int, days: int, end_date: dt.date, seed: int, id_prefix: str) -> dict:
