@@ -79,10 +79,24 @@ def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: in
 
 
 def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
-    """ISO 8601 strings (``2026-10-01 12:00:00``, ``T`` separator, optional fraction, ``Z``/``+00:00``) -> UTC."""
-    text = pc.replace_substring_regex(column, r"(Z|[+-]00:?00)$", "")
-    text = pc.replace_substring(text, "T", " ")
-    return pc.cast(text, pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC")).cast(field.type)
+    """ISO 8601 strings -> UTC instants: ``2026-10-01 12:00:00`` or with a ``T`` separator, an
+    optional fraction, and a zone offset (``Z``, ``+01:00``, ``-0530``, ``+01``) that is converted
+    to UTC; a time without an offset is UTC (the contract's zone), a date alone its midnight UTC.
+    Raises ``pa.ArrowInvalid`` for anything else."""
+    date_only = pc.match_substring_regex(column, r"^\d{4}-\d{2}-\d{2}$")
+    has_offset = pc.match_substring_regex(column, r"(Z|[+-]\d{2}(:?\d{2})?)$")
+    suffix = pc.if_else(date_only, "T00:00:00Z", pc.if_else(has_offset, "", "Z"))
+    text = pc.binary_join_element_wise(column, suffix, "")
+    try:
+        return pc.cast(text, pa.timestamp("us", tz="UTC")).cast(field.type)
+    except pa.ArrowInvalid:
+        # Name the first value as the file holds it (Arrow's message shows the suffixed text).
+        for original, value in zip(column.to_pylist(), text.to_pylist(), strict=True):
+            try:
+                pc.cast(pa.array([value]), pa.timestamp("us", tz="UTC"))
+            except pa.ArrowInvalid:
+                raise pa.ArrowInvalid(f"{original!r} is not an ISO 8601 date-time (such as 2026-10-01 12:00:00 or 2026-10-01T12:00:00+01:00)") from None
+        raise
 
 
 def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[pa.RecordBatch]:

@@ -41,12 +41,18 @@ def test_csv_events_load_with_parsed_types(warehouse, tmp_path):
         "event_id,merchant_id,currency,event_type,amount,event_time\n"
         "c1,m1,USD,capture_settled,12.34,2026-10-01T12:00:00Z\n"
         "c2,m1,USD,capture_settled,,2026-10-01 13:00:00\n"
+        "c3,m1,EUR,capture_settled,1.00,2026-10-01T12:00:00+01:00\n"
+        "c4,m1,EUR,capture_settled,1.00,2026-10-01 23:30:00.25-0530\n"
+        "c5,m1,EUR,capture_settled,1.00,2026-10-02\n"
     )
-    assert load_file(warehouse.spark, "payment_events", path, warehouse.warehouse) == 2
+    assert load_file(warehouse.spark, "payment_events", path, warehouse.warehouse) == 5
     rows = warehouse.rows("select event_id, amount, cast(event_time as string) t from payledger_raw.payment_events order by ingest_seq")
     assert rows == [
         {"event_id": "c1", "amount": Decimal("12.34"), "t": "2026-10-01 12:00:00"},
         {"event_id": "c2", "amount": None, "t": "2026-10-01 13:00:00"},
+        {"event_id": "c3", "amount": Decimal("1.00"), "t": "2026-10-01 11:00:00"},  # offsets become UTC
+        {"event_id": "c4", "amount": Decimal("1.00"), "t": "2026-10-02 05:00:00.25"},
+        {"event_id": "c5", "amount": Decimal("1.00"), "t": "2026-10-02 00:00:00"},
     ]
 
 
@@ -56,7 +62,7 @@ def test_csv_events_load_with_parsed_types(warehouse, tmp_path):
         ("missing.csv", "event_id,merchant_id,currency,event_type,amount\nx,m,USD,payout_paid,1\n", "missing \\['event_time'\\]"),
         ("extra.csv", "event_id,merchant_id,currency,event_type,amount,event_time,ingest_seq\n", "unexpected \\['ingest_seq'\\]"),
         ("amount.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,ten,2026-01-01 00:00:00\n", "column amount"),
-        ("time.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,1,yesterday\n", "column event_time"),
+        ("time.csv", "event_id,merchant_id,currency,event_type,amount,event_time\nx,m,USD,payout_paid,1,yesterday\n", "event_time.*'yesterday' is not an ISO"),
         ("empty.csv", "", "cannot read|no rows"),
         ("header_only.csv", "event_id,merchant_id,currency,event_type,amount,event_time\n", "no rows"),
         ("garbage.csv", '"unterminated,\x00\x01\n1,2\n', "cannot read|wrong columns"),
