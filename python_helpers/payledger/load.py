@@ -62,7 +62,8 @@ def _read_batches(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.
 
 
 def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
-    """Cast one column to its contract type; strings from CSV are parsed, floats never become money."""
+    """Cast one column to its contract type; strings from CSV are parsed, floats never become money,
+    times finer than a microsecond (Parquet ``timestamp[ns]``) are truncated to the microsecond."""
     if pa.types.is_floating(column.type) and pa.types.is_decimal(field.type):
         raise LoadError(f"{path}: column {field.name} is {column.type}; money must be a decimal or a string, never a float")
     try:
@@ -71,8 +72,11 @@ def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: in
             column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
             if pa.types.is_timestamp(field.type):
                 return _parse_timestamps(column, field)
-        if pa.types.is_timestamp(column.type) and column.type.tz is None and pa.types.is_timestamp(field.type):
-            column = pc.assume_timezone(column, "UTC")
+        if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type):
+            if column.type.tz is None:
+                column = pc.assume_timezone(column, "UTC")
+            if column.type.unit == "ns":  # pandas' unit; Spark keeps microseconds: drop finer digits
+                column = pc.floor_temporal(column, unit="microsecond")
         return column.cast(field.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         raise LoadError(f"{path}: column {field.name} (rows from {first_row + 1}) cannot be read as {field.type}: {error}") from None

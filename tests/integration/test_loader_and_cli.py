@@ -79,6 +79,30 @@ def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name
     assert landed(warehouse, "payment_events") == 1
 
 
+def test_parquet_times_in_any_zone_and_unit_load_as_utc_microseconds(warehouse, tmp_path):
+    """pandas writes nanoseconds, often zone-aware: the instant is kept, digits below the microsecond
+    (Spark's precision) are dropped, and a zone-less time is UTC."""
+    path = tmp_path / "pandas.parquet"
+    ns = 1_790_852_400_123_456_789  # 2026-10-01 11:00:00.123456789 UTC
+    times = {
+        "n1": pa.array([ns], pa.timestamp("ns", tz="Europe/Berlin")),
+        "n2": pa.array([ns], pa.timestamp("ns")),
+        "n3": pa.array([ns // 1000], pa.timestamp("us", tz="America/New_York")),
+    }
+    for event_id, time in times.items():
+        row = {
+            "event_id": [event_id],
+            "merchant_id": ["m"],
+            "currency": ["USD"],
+            "event_type": ["payout_paid"],
+            "amount": pa.array([Decimal("1.00")], pa.decimal128(9, 2)),
+        }
+        pq.write_table(pa.table({**row, "event_time": time}), path)
+        assert load_file(warehouse.spark, "payment_events", path, warehouse.warehouse) == 1
+    rows = warehouse.rows("select event_id, cast(event_time as string) t from payledger_raw.payment_events order by ingest_seq")
+    assert rows == [{"event_id": event_id, "t": "2026-10-01 11:00:00.123456"} for event_id in times]
+
+
 def test_float_money_and_wrong_parquet_types_are_refused(warehouse, tmp_path):
     path = tmp_path / "floats.parquet"
     pq.write_table(
