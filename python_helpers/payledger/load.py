@@ -83,7 +83,7 @@ def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: in
 
 
 def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
-    """ISO 8601 strings -> UTC instants: ``2026-10-01 12:00:00`` or with a ``T`` separator, an
+    """ISO 8601 strings -> UTC instants of ``field``'s type (the contract's ``timestamp[us, UTC]``): ``2026-10-01 12:00:00`` or with a ``T`` separator, an
     optional fraction, and a zone offset (``Z``, ``+01:00``, ``-0530``, ``+01``) that is converted
     to UTC; a time without an offset is UTC (the contract's zone), a date alone its midnight UTC.
     Raises ``pa.ArrowInvalid`` for anything else."""
@@ -92,12 +92,12 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
     suffix = pc.if_else(date_only, "T00:00:00Z", pc.if_else(has_offset, "", "Z"))
     text = pc.binary_join_element_wise(column, suffix, "")
     try:
-        return pc.cast(text, pa.timestamp("us", tz="UTC")).cast(field.type)
+        return pc.cast(text, field.type)
     except pa.ArrowInvalid:
         # Name the first value as the file holds it (Arrow's message shows the suffixed text).
         for original, value in zip(column.to_pylist(), text.to_pylist(), strict=True):
             try:
-                pc.cast(pa.array([value]), pa.timestamp("us", tz="UTC"))
+                pc.cast(pa.array([value]), field.type)
             except pa.ArrowInvalid:
                 raise pa.ArrowInvalid(f"{original!r} is not an ISO 8601 date-time (such as 2026-10-01 12:00:00 or 2026-10-01T12:00:00+01:00)") from None
         raise
