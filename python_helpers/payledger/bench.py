@@ -39,6 +39,7 @@ from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
+from payledger.sparkwork import WorkCounter, by_node
 from payledger.warehouse import VIEW
 
 CANONICAL = "int_payment_events_classified"
@@ -66,6 +67,10 @@ class Phase:
     checkpoint_rows_read: int = 0
     #: The last SQL execution id of each step (SqlMetrics windows).
     step_last_ids: dict[str, int] = field(default_factory=dict)
+    #: Spark jobs and SQL executions of the phase (sparkwork.WorkCounter), and per dbt node.
+    spark_jobs: int = 0
+    sql_executions: int = 0
+    work_by_node: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def canonical_rows_read(self) -> int:
@@ -146,25 +151,33 @@ BUILD_STEPS = (
 def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tuple[str, ...]], ...]) -> Phase:
     seconds = 0.0
     written = 0
-    by_node: dict[str, float] = {}
+    seconds_by_node: dict[str, float] = {}
     canonical: dict[str, int] = {}
     landing = 0
     checkpoint = 0
     last_ids: dict[str, int] = {}
+    counter = WorkCounter(spark)
+    jobs = executions = 0
+    work: dict[str, dict[str, int]] = {}
     for label, dbt_args in steps:
         first = metrics.last_id()
+        mark = counter.mark()
         done = scenario.build(spark, *dbt_args)
         build = done.invocation
+        step_work = counter.since(mark)
+        jobs += step_work.spark_jobs
+        executions += step_work.sql_executions
+        work |= by_node(step_work, build.windows())
         written += done.records_written
         if not build.success:
             raise scenario.BuildFailed(f"{name}: dbt {' '.join(dbt_args)} failed: {build.failures() or build.exception}")
         seconds += _model_seconds(build)
-        by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
+        seconds_by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
         canonical[label] = metrics.rows_read(first, CANONICAL)
         landing += metrics.rows_read(first, LANDING)
         checkpoint += metrics.rows_read(first, CHECKPOINT)
         last_ids[label] = metrics.last_id()
-    return Phase(name, seconds, canonical, landing, written, by_node, checkpoint, last_ids)
+    return Phase(name, seconds, canonical, landing, written, seconds_by_node, checkpoint, last_ids, jobs, executions, work)
 
 
 PEER_SQL = """
@@ -214,10 +227,13 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
     copies), reference tables broadcast, one pass over the landing table. The landing tables hold
     one version per policy and merchant (current state): run before any change."""
     first = metrics.last_id()
+    counter = WorkCounter(spark)
+    mark = counter.mark()
     started = time.monotonic()
     spark.sql("drop table if exists payledger.peer_balances")
     spark.sql(f"create table payledger.peer_balances using {session_format(spark)} as {PEER_SQL}")
     seconds = time.monotonic() - started
+    work = counter.since(mark)
     differing = spark.sql(
         f"select count(*) as n from payledger.peer_balances p full outer join {VIEW} v "
         "on p.merchant_id = v.merchant_id and p.currency = v.currency "
@@ -225,7 +241,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
         "and p.reserve_hold <=> v.reserve_hold)"
     ).first()["n"]
     rows = metrics.rows_read(first, LANDING)
-    return Phase("P peer job", seconds, {}, rows, 0, {}), int(differing)
+    return Phase("P peer job", seconds, {}, rows, 0, {}, spark_jobs=work.spark_jobs, sql_executions=work.sql_executions), int(differing)
 
 
 @dataclass(frozen=True)
@@ -265,6 +281,7 @@ class SizeResult:
     def figures(self) -> dict:
         """The size's figures, under bench.json's keys (without the size's suffix)."""
         full, incremental, replay, peer = self.full, self.incremental, self.replay, self.peer
+        phases = {"initial": self.initial, "full": full, "incremental": incremental, "replay": replay, "peer": peer}
         return {
             "events_total": self.canonical_rows,
             "full_s": round(full.seconds, 2),
@@ -280,6 +297,9 @@ class SizeResult:
             "batch_rows_loaded": self.batch_rows_loaded,
             "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
             "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
+            "spark_jobs": {name: phase.spark_jobs for name, phase in phases.items()},
+            "sql_executions": {name: phase.sql_executions for name, phase in phases.items()},
+            "work_by_node": {"full": full.work_by_node, "incremental": incremental.work_by_node, "replay": replay.work_by_node},
             "incremental_rows_read_excluding_dedup": incremental.canonical_rows_read - incremental.dedup_rows_read,
             "replay_rows_read_excluding_dedup": replay.canonical_rows_read - replay.dedup_rows_read,
             "landing_rows_read": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,15 @@ class DbtInvocation:
     def failures(self) -> list[str]:
         """One line per node that errored or failed, with dbt's message."""
         return [f"{uid}: {r.status} {r.message}" for uid, r in self.nodes.items() if str(r.status) in {"error", "fail"}]
+
+    def windows(self) -> dict[str, tuple[dt.datetime, dt.datetime]]:
+        """When each node ran, compile and execute: ``{node name: (started, completed)}``, UTC."""
+        found = {}
+        for uid, result in self.nodes.items():
+            timing = [t for t in getattr(result, "timing", []) if t.started_at and t.completed_at]
+            if timing:
+                found[uid.split(".")[-1]] = (timing[0].started_at.replace(tzinfo=dt.UTC), timing[-1].completed_at.replace(tzinfo=dt.UTC))
+        return found
 
     def timings(self, resource_types: tuple[str, ...] = ("model", "snapshot")) -> dict[str, float]:
         """Execution seconds per node name, for nodes of the given resource types."""

@@ -1,0 +1,122 @@
+"""What a build makes Spark do: its Spark jobs and SQL executions, counted from Spark's own status
+stores (the live ``AppStatusStore`` behind ``SparkContext.statusTracker`` and the SQL tab's
+``SQLAppStatusStore``), which Spark keeps whether or not its UI is on.
+
+``WorkCounter(spark).mark()`` notes where the counts stand; ``counter.since(mark)`` returns the jobs
+and executions submitted after it, each with its submission time, so that they can be attributed
+to the dbt nodes that ran then (``by_node``). The stores keep the last ``spark.ui.retainedJobs``
+jobs (default 1,000) and ``spark.sql.ui.retainedExecutions`` executions (the profiles keep 10,000):
+counts are taken from job and execution ids, which Spark numbers from 0 in submission order, so a
+window that outgrows the retention is still counted right; only its attribution to nodes loses the
+oldest entries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A Spark job or SQL execution: its id, when it was submitted (epoch milliseconds) and its
+    name (a job's call site or description, an execution's description)."""
+
+    id: int
+    submitted_ms: int
+    name: str
+
+
+@dataclass
+class SparkWork:
+    """The Spark jobs and SQL executions submitted in a window: counts, and the ones still retained."""
+
+    spark_jobs: int
+    sql_executions: int
+    jobs: list[Submitted] = field(default_factory=list)
+    executions: list[Submitted] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, int]:
+        """``{"spark_jobs": n, "sql_executions": n}``."""
+        return {"spark_jobs": self.spark_jobs, "sql_executions": self.sql_executions}
+
+    def job_names(self, top: int = 10) -> list[tuple[str, int]]:
+        """The most frequent job names (Delta names its jobs, e.g. "Delta: Filtering files for
+        query"), with their counts."""
+        return Counter(job.name for job in self.jobs).most_common(top)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where the counts stood: the last job and execution ids (-1 before the first)."""
+
+    last_job: int
+    last_execution: int
+
+
+class WorkCounter:
+    """Counts the Spark jobs and SQL executions of a window in this process's Spark session."""
+
+    def __init__(self, spark) -> None:
+        self._context = spark.sparkContext._jsc.sc()
+        self._sql_store = spark._jsparkSession.sharedState().statusStore()
+
+    def _drain(self) -> None:
+        """Wait until Spark's listener bus has delivered every event already posted, so that the
+        stores hold the jobs and executions submitted so far."""
+        self._context.listenerBus().waitUntilEmpty()
+
+    def _jobs(self) -> list[Submitted]:
+        found = []
+        iterator = self._context.statusStore().jobsList(None).iterator()
+        while iterator.hasNext():
+            job = iterator.next()
+            submitted = job.submissionTime()
+            found.append(Submitted(job.jobId(), submitted.get().getTime() if submitted.isDefined() else 0, _job_name(job)))
+        return found
+
+    def _executions(self) -> list[Submitted]:
+        found = []
+        iterator = self._sql_store.executionsList().iterator()
+        while iterator.hasNext():
+            execution = iterator.next()
+            found.append(Submitted(execution.executionId(), execution.submissionTime(), execution.description() or ""))
+        return found
+
+    def mark(self) -> Mark:
+        """The current position: the last job and execution ids submitted so far."""
+        self._drain()
+        return Mark(max((j.id for j in self._jobs()), default=-1), max((e.id for e in self._executions()), default=-1))
+
+    def since(self, mark: Mark) -> SparkWork:
+        """The jobs and executions submitted after ``mark`` (counts from ids; lists of those
+        retained, oldest first)."""
+        self._drain()
+        jobs = sorted((j for j in self._jobs() if j.id > mark.last_job), key=lambda j: j.id)
+        executions = sorted((e for e in self._executions() if e.id > mark.last_execution), key=lambda e: e.id)
+        last_job = max((j.id for j in jobs), default=mark.last_job)
+        last_execution = max((e.id for e in executions), default=mark.last_execution)
+        return SparkWork(last_job - mark.last_job, last_execution - mark.last_execution, jobs, executions)
+
+
+def _job_name(job) -> str:
+    description = job.description()
+    return description.get() if description.isDefined() else job.name()
+
+
+def by_node(work: SparkWork, windows: dict[str, tuple[dt.datetime, dt.datetime]]) -> dict[str, dict[str, int]]:
+    """Attribute a window's retained jobs and executions to dbt nodes by submission time.
+
+    ``windows``: ``{node name: (started, completed)}`` as timezone-aware datetimes (dbt's
+    ``timing`` of a node: compile and execute). Whatever was submitted outside every node's window
+    (dbt's start, hooks, the project's own reads) counts under ``"(between nodes)"``. Returns
+    ``{node: {"spark_jobs": n, "sql_executions": n}}``.
+    """
+    spans = [(start.timestamp() * 1000, end.timestamp() * 1000, name) for name, (start, end) in windows.items()]
+    counts: dict[str, dict[str, int]] = {}
+    for kind, items in (("spark_jobs", work.jobs), ("sql_executions", work.executions)):
+        for item in items:
+            name = next((n for start, end, n in spans if start <= item.submitted_ms <= end), "(between nodes)")
+            counts.setdefault(name, {"spark_jobs": 0, "sql_executions": 0})[kind] += 1
+    return counts
