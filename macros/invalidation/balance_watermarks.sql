@@ -1,9 +1,10 @@
 {% macro balance_watermarks() -%}
     {#-
-        The watermarks the balance models have consumed, read at execution time:
+        The watermarks the balance models have consumed, from the run's stored state (run_watermarks:
+        read once per invocation, before anything is written):
         - events: the events folded into int_merchant_daily_balances, the greater of its max
-          source_watermark (ingest_seq, from file statistics: column_max_from_file_stats; a day's row
-          is only ever replaced by one with an equal or greater source_watermark) and
+          source_watermark (ingest_seq, from file statistics: column_max_query; a day's row is only
+          ever replaced by one with an equal or greater source_watermark) and
           balance_invalidations' events_watermark;
         - audited_events: balance_invalidations' events_watermark alone (0 without an audit): the
           new_events slice starts there, so events folded by a run killed before its audit are
@@ -32,30 +33,12 @@
             info=true
         ) }}
     {%- endif -%}
-    {%- set parts = [] -%}
-    {%- if daily is not none -%}
-        {%- do marks.update({'has_checkpoint': true}) -%}
-        {%- do parts.append(
-            "select " ~ column_max_from_file_stats(daily, 'source_watermark')
-            ~ " as events, cast(null as bigint) as audited_events, cast(null as timestamp) as observed"
-        ) -%}
-    {%- endif -%}
-    {%- if audit is not none -%}
-        {%- do parts.append(
-            "select max(events_watermark) as events, max(events_watermark) as audited_events,"
-            ~ " max(policy_observed_at) as observed from " ~ audit
-        ) -%}
-    {%- endif -%}
-    {%- if parts -%}
-        {%- set query -%}
-            select
-                coalesce(max(events), 0) as events,
-                coalesce(max(audited_events), 0) as audited_events,
-                date_format(max(observed), 'yyyy-MM-dd HH:mm:ss.SSSSSS') as observed
-            from ({{ parts | join(' union all ') }})
-        {%- endset -%}
-        {%- set row = run_query(query).rows[0] -%}
-        {%- do marks.update({'events': row[0] | int, 'audited_events': row[1] | int, 'policy_observed_at': row[2]}) -%}
-    {%- endif -%}
+    {%- set run = run_watermarks() -%}
+    {%- do marks.update({
+        'events': [run.checkpoint_source_watermark, run.audit_events_watermark] | max,
+        'audited_events': run.audit_events_watermark,
+        'policy_observed_at': run.audit_policy_observed_at,
+        'has_checkpoint': daily is not none,
+    }) -%}
     {{ return(marks) }}
 {%- endmacro %}

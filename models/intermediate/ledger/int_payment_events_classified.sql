@@ -17,11 +17,14 @@
 
 {#- The watermark as a literal (not a subquery), so the scan prunes files to the new rows. #}
 {%- set watermark = incremental_watermark('ingest_seq') %}
+{#- Nothing landed past it: `false` filters, so that neither the landing table nor the earlier
+    events are scanned at all (Spark drops the scans of an empty input). #}
+{%- set has_landed = not (is_incremental() and execute) or run_watermarks().landed_ingest_seq > watermark %}
 
 with events as (
     select * from {{ ref('stg_payledger__payment_events') }}
     {% if is_incremental() %}
-    where ingest_seq > {{ watermark }}
+    where ingest_seq > {{ watermark }}{{ '' if has_landed else ' and false' }}
     {% endif %}
 ),
 
@@ -77,7 +80,7 @@ previously_accepted as (
     from {{ this }} as earlier
     left semi join new_event_ids
         on earlier.event_id = new_event_ids.event_id
-    where earlier.is_accepted
+    where earlier.is_accepted{{ '' if has_landed else ' and false' }}
 ),
 {% endif %}
 

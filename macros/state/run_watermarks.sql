@@ -1,0 +1,112 @@
+{% macro run_watermarks() -%}
+    {#-
+        The stored state a build depends on, read once per dbt invocation: the watermark (max) of
+        each growing column below, as it stood before this invocation wrote anything. The first
+        call runs one query over every table that exists (an absent table has none) and keeps the
+        answer in the global temporary view `global_temp.payledger_run_watermarks` with this
+        invocation's id; later calls in the same invocation read it back (a lookup, no table scan).
+        A global temporary view is seen by every session of the Spark application, so the
+        connections of a Thrift Server's build share it too; one of another invocation is ignored
+        and replaced. Every reader asks for a table that this invocation has not written yet when
+        it asks (a model reads its own watermark, or an upstream model's, before it writes), so
+        the kept answer is the one a fresh read would give.
+        Returns {name: value}: integers for the ingest positions, 'yyyy-mm-dd hh:mm:ss.ffffff' or
+        none for `audit_policy_observed_at`; 0 (none for the timestamp) where the table is absent or
+        empty. Names: see _watermark_columns. While dbt parses (execute false): an empty dict.
+    -#}
+    {%- if not execute -%}
+        {#- Nothing is read while dbt parses (and _watermark_columns' source() would add a dependency). -#}
+        {{ return({}) }}
+    {%- endif -%}
+    {%- set marks = {} -%}
+    {%- for name, source in _watermark_columns().items() -%}
+        {%- do marks.update({name: none if source[1].endswith('_at') else 0}) -%}
+    {%- endfor -%}
+    {%- set stored = _stored_run_watermarks() -%}
+    {%- if stored is none -%}
+        {%- set stored = _read_watermarks() -%}
+        {#- The row named '' marks a read, so that a run that starts with no tables keeps that. -#}
+        {%- set rows = ["(" ~ quoted_literal(invocation_id) ~ ", '', cast(null as string))"] -%}
+        {%- for name, value in stored.items() -%}
+            {%- do rows.append("(" ~ quoted_literal(invocation_id) ~ ", " ~ quoted_literal(name) ~ ", "
+                ~ (quoted_literal(value) if value is not none else "cast(null as string)") ~ ")") -%}
+        {%- endfor -%}
+        {%- do adapter.execute(
+            "create or replace global temporary view payledger_run_watermarks as select * from values "
+            ~ rows | join(", ") ~ " as marks(invocation_id, name, value)"
+        ) -%}
+    {%- endif -%}
+    {%- for name, value in stored.items() if name in marks and value is not none -%}
+        {%- do marks.update({name: value if _watermark_columns()[name][1].endswith('_at') else value | int}) -%}
+    {%- endfor -%}
+    {{ return(marks) }}
+{%- endmacro %}
+
+
+{#-
+    Private. The watermarks run_watermarks keeps: {name: (relation, column)}. Downstream models'
+    tables are back-edges for the models that read them: found with node_relation, not ref.
+-#}
+{% macro _watermark_columns() -%}
+    {{ return({
+        'landed_ingest_seq': (source('payledger', 'payment_events'), 'ingest_seq'),
+        'classified_ingest_seq': (node_relation('int_payment_events_classified'), 'ingest_seq'),
+        'rejected_ingest_seq': (node_relation('payment_event_rejects'), 'ingest_seq'),
+        'checkpoint_source_watermark': (node_relation('int_merchant_daily_balances'), 'source_watermark'),
+        'view_source_watermark': (node_relation('merchant_balance_current'), 'source_watermark'),
+        'audit_events_watermark': (node_relation('balance_invalidations'), 'events_watermark'),
+        'audit_policy_observed_at': (node_relation('balance_invalidations'), 'policy_observed_at'),
+    }) }}
+{%- endmacro %}
+
+
+{#- Private. This invocation's kept watermarks as {name: string or none}, or none when none are kept. -#}
+{% macro _stored_run_watermarks() -%}
+    {%- if run_query("show views in global_temp like 'payledger_run_watermarks'") | length == 0 -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set found = run_query(
+        "select name, value from global_temp.payledger_run_watermarks where invocation_id = " ~ quoted_literal(invocation_id)
+    ) -%}
+    {%- if found | length == 0 -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set stored = {} -%}
+    {%- for row in found -%}
+        {%- do stored.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {{ return(stored) }}
+{%- endmacro %}
+
+
+{#-
+    Private. One query over the tables that exist (dbt's relation cache says which): {name: string
+    or none} for each watermark of those tables. Each branch is a bare max() over one column, which
+    Delta answers from its log's file statistics when the table has no deletion vectors; the
+    checkpoint's goes through column_max_query (Iceberg's file bounds).
+-#}
+{% macro _read_watermarks() -%}
+    {%- set branches = [] -%}
+    {%- set relations = {} -%}
+    {%- for name, source in _watermark_columns().items() -%}
+        {%- set relation = load_relation(source[0]) -%}
+        {%- if relation is not none -%}
+            {%- do relations.update({name: relation}) -%}
+            {%- set maximum = column_max_query(relation, source[1]) if name == 'checkpoint_source_watermark'
+                else "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
+            {%- set value = "date_format(value, 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at') else "cast(value as string)" -%}
+            {%- do branches.append("select " ~ quoted_literal(name) ~ " as name, " ~ value ~ " as value from (" ~ maximum ~ ")") -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set read = {} -%}
+    {%- if branches -%}
+        {%- for row in run_query(branches | join(" union all ")) -%}
+            {%- do read.update({row[0]: row[1]}) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- for name, value in read.items() if value == 'no bounds' -%}
+        {%- set column = _watermark_columns()[name][1] -%}
+        {%- do read.update({name: run_query("select cast(max(" ~ column ~ ") as string) from " ~ relations[name]).rows[0][0]}) -%}
+    {%- endfor -%}
+    {{ return(read) }}
+{%- endmacro %}
