@@ -1,34 +1,51 @@
 {#-
     Overrides dbt-spark's incremental dispatcher (a root-project macro of the same name takes
     precedence; written against dbt-spark 1.11.0, whose macro it calls for the SQL itself):
-    - the new rows of an append or merge are computed once: they are cached, and the emptiness
-      check, the merge's date list and the write all read the cache;
+    - a merge into a model whose compiled SQL carries a merge_pruning_predicate comment gets that
+      predicate among its incremental predicates: the MERGE reads and rewrites only the target's
+      partitions the predicate names (the model knows, from its own inputs, which days it writes;
+      no query of the new rows is needed to find out);
     - an append or merge whose new rows are empty commits nothing: no Delta version or Iceberg
-      snapshot, no metadata
-      file;
-    - a merge into a model with `meta: {merge_pruning_date_column: <date column>}` gets one more
-      predicate, `DBT_INTERNAL_DEST.<column> in (<the dates among the new rows>)`, as literals: the
-      MERGE reads and rewrites only the target's partitions those dates fall in.
+      snapshot. Delta skips an empty commit itself (OptimisticTransaction.commitIfNeeded with
+      spark.databricks.delta.skipRecordingEmptyCommits, default true, in Delta 3.3), so on Delta
+      the write runs as dbt-spark renders it; Iceberg commits an empty snapshot, so there the new
+      rows are cached, checked for emptiness and written from the cache (_cached_new_rows).
 -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
     {%- set predicates = [] + (incremental_predicates or []) -%}
+    {%- set pruning = _merge_pruning_predicate_of(model) -%}
+    {%- if strategy == 'merge' and pruning -%}
+        {%- do predicates.append(pruning) -%}
+    {%- endif -%}
     {%- if execute and strategy in ['append', 'merge'] -%}
-        {%- set source = _cached_new_rows(source) -%}
-        {%- set has_new_rows = _has_rows('select * from ' ~ source) -%}
-        {%- set pruning_column = config.meta_get('merge_pruning_date_column') -%}
-        {%- if strategy == 'merge' and has_new_rows and pruning_column -%}
-            {%- set dates = run_query(
-                'select distinct cast(' ~ pruning_column ~ ' as string) from ' ~ source
-            ).columns[0].values() -%}
-            {%- do predicates.append(date_literal_list('DBT_INTERNAL_DEST.' ~ pruning_column, dates)) -%}
-        {%- endif -%}
+        {{ return(context[table_format() ~ '__incremental_write_sql'](strategy, source, target, existing, unique_key, predicates or none)) }}
     {%- endif -%}
-    {%- if execute and strategy in ['append', 'merge'] and not has_new_rows -%}
+    {{ return(dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, predicates or none)) }}
+{% endmacro %}
+
+
+{% macro delta__incremental_write_sql(strategy, source, target, existing, unique_key, predicates) %}
+    {{ return(dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, predicates)) }}
+{% endmacro %}
+
+
+{% macro iceberg__incremental_write_sql(strategy, source, target, existing, unique_key, predicates) %}
+    {%- set cached = _cached_new_rows(source) -%}
+    {%- if not _has_rows('select * from ' ~ cached) -%}
         {{ log('commit_only_changes: ' ~ target ~ ' has no new rows; nothing committed', info=false) }}
-        select 'no new rows for {{ target }}' as skipped
-    {%- else -%}
-        {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, predicates or none) }}
+        {{ return("select 'no new rows for " ~ target ~ "' as skipped") }}
     {%- endif -%}
+    {{ return(dbt.dbt_spark_get_incremental_sql(strategy, cached, target, existing, unique_key, predicates)) }}
+{% endmacro %}
+
+
+{#-
+    Private. The predicate a model's compiled SQL names in its merge_pruning_predicate comment
+    (rendered by the macro merge_pruning_predicate), or none.
+-#}
+{% macro _merge_pruning_predicate_of(node) %}
+    {%- set found = modules.re.search('/\\* merge_pruning_predicate: (.*?) \\*/', node.get('compiled_code') or '') -%}
+    {{ return(found.group(1) if found else none) }}
 {% endmacro %}
 
 

@@ -7,7 +7,6 @@
         unique_key=['merchant_id', 'currency', 'balance_date'],
         on_schema_change='fail',
         partition_by=['balance_date'],
-        meta={'merge_pruning_date_column': 'balance_date'},
         tblproperties=merge_on_read_tblproperties(),
     )
 }}
@@ -20,7 +19,7 @@
     - adds the postings of new events (ingest_seq past this model's watermark) to their days.
     Each written row carries the snapshot observation it reflects and the invocation that wrote it.
     Partitioned by balance_date: reading the checkpoint days the new events fall on, and the MERGE
-    (merge_pruning_date_column, see dbt_spark_get_incremental_sql), touch those days' files only.
+    (merge_pruning_predicate: those days and the replayed ones), touch those days' files only.
 -#}
 
 {%- set marks = balance_watermarks() %}
@@ -36,6 +35,12 @@
         ~ " where cause in ('policy_change', 'segment_change', 'manual')"
     ).rows[0][0] %}
     {%- set replay_from = first_day %}
+{%- endif %}
+{%- if is_incremental() %}
+{{ merge_pruning_predicate(
+    "(" ~ date_literal_list('DBT_INTERNAL_DEST.balance_date', new_event_dates)
+    ~ (" or DBT_INTERNAL_DEST.balance_date >= date " ~ quoted_literal(replay_from) if replay_from else "") ~ ")"
+) }}
 {%- endif %}
 
 with accepted_events as (
