@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
-from payledger.warehouse import VIEW
-from tests.support import event, merchant, policy, rewritten, view_rows
+from payledger.warehouse import VIEW, drop_project_schemas
+from tests.support import Landing, event, merchant, policy, restore_warehouse, rewritten, save_warehouse, view_rows
 
-pytestmark = [pytest.mark.integration, pytest.mark.both_formats]
+# One worker runs this module, so its built state (a module fixture) is built once.
+pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.xdist_group("invalidation")]
 
 AUDIT = "payledger.balance_invalidations"
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
@@ -22,9 +25,8 @@ def audit(warehouse, invocation_id: str) -> list[dict]:
     return warehouse.rows(f"select * from {AUDIT} where invocation_id = '{invocation_id}' order by cause, predicate")
 
 
-@pytest.fixture
-def built(dbt, warehouse):
-    """Three retail merchants and one travel merchant with releases in March and April, built once."""
+def land_and_build(dbt, warehouse):
+    """Three retail merchants and one travel merchant with releases in March and April, built."""
     warehouse.load(
         "merchants",
         [
@@ -45,8 +47,34 @@ def built(dbt, warehouse):
     rows += [event("r1-f2", "r1", "funds_released", "60.00", "2026-04-10 10:00:00"), event("t1-f2", "t1", "funds_released", "60.00", "2026-04-10 10:00:00")]
     rows += [event("r2-p1", "r2", "payout_paid", "5.00", "2026-04-12 10:00:00")]  # r2: events after April 1, but no release
     warehouse.load("payment_events", rows)
-    first = dbt.scenario_build()
-    return first
+    return dbt.scenario_build()
+
+
+@pytest.fixture(scope="module")
+def built_state(spark, dbt, tmp_path_factory) -> dict:
+    """The built warehouse, built once per module and worker (see ``warehouse``)."""
+    drop_project_schemas(spark)
+    landing = Landing(spark, tmp_path_factory.mktemp("invalidation"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
+    first = land_and_build(dbt, landing)
+    return {"landing": landing, "first": first, "saved": save_warehouse(spark)}
+
+
+@pytest.fixture
+def warehouse(spark, dbt, built_state) -> Landing:
+    """This module's warehouse: the built state, restored for every test (a few table versions made
+    current again instead of a build from nothing). Built anew when another module's test emptied
+    the warehouse since."""
+    if not restore_warehouse(spark, built_state["saved"]):
+        drop_project_schemas(spark)
+        built_state["first"] = land_and_build(dbt, built_state["landing"])
+        built_state["saved"] = save_warehouse(spark)
+    return built_state["landing"]
+
+
+@pytest.fixture
+def built(warehouse, built_state):
+    """The first build's invocation (of the state ``warehouse`` restored)."""
+    return built_state["first"]
 
 
 def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehouse, built):
