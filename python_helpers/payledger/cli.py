@@ -345,19 +345,48 @@ RETENTION_OPTION = click.option(
 @click.option(
     "--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build before giving up (exit 75)."
 )
+@click.option(
+    "--every",
+    "every",
+    metavar="DURATION",
+    callback=lambda _ctx, _param, value: _duration(value),
+    help="Build again and again in this process, one build per DURATION (90s, 5m, 1h), until SIGTERM or Ctrl-C.",
+)
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="With --every: stop after this many builds.")
 @MAINTAIN_EVERY_OPTION
 @RETENTION_OPTION
 @click.argument("dbt_args", nargs=-1, type=click.UNPROCESSED)
-def build_command(wait_s: float, maintain_every: int | None, retention_hours: float | None, dbt_args: tuple[str, ...]) -> None:
+def build_command(
+    wait_s: float, every: float | None, iterations: int | None, maintain_every: int | None, retention_hours: float | None, dbt_args: tuple[str, ...]
+) -> None:
     """The scheduled build: source freshness, `dbt build DBT_ARGS`, then table maintenance when due,
     under the warehouse's lock.
 
     Logs one JSON object per step on stdout. Exit 0 on success, 1 when freshness or the build fails,
     75 when another build holds the lock (nothing was run).
-    """
-    from payledger.schedule import scheduled_build
 
-    sys.exit(scheduled_build(wait_s, dbt_args, maintain_every=maintain_every, retention_hours=retention_hours))
+    With --every, a warm loop: one build per interval in this process (the JVM, dbt's project and the
+    JIT's warm-up are paid once). A failed build is logged and the loop goes on; SIGTERM or Ctrl-C
+    ends it after the current step, lock released, exit 0.
+    """
+    from payledger.schedule import build_loop, scheduled_build
+
+    if every is None:
+        if iterations is not None:
+            raise click.UsageError("--iterations needs --every")
+        sys.exit(scheduled_build(wait_s, dbt_args, maintain_every=maintain_every, retention_hours=retention_hours))
+    sys.exit(build_loop(every, iterations=iterations, wait_s=wait_s, build_args=dbt_args, maintain_every=maintain_every, retention_hours=retention_hours))
+
+
+def _duration(value: str | None) -> float | None:
+    from payledger.schedule import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 @main.command("maintain")

@@ -8,8 +8,9 @@ pass, snapshot history is intact and every table is readable. Rounds alternate n
 and retroactive policy changes. Each process starts its own Spark driver (the embedded Derby
 metastore admits one at a time), so this file takes minutes.
 
-Overlap: two scheduled builds (``payledger build``, what cron runs) started together: one builds,
-the other exits 75 without touching the warehouse, and the view reconciles.
+Overlap and the warm loop: while a warm loop (``payledger build --every``) builds, a scheduled build
+(``payledger build``, what cron runs) exits 75 without touching the warehouse; the loop builds on in
+its one process, a SIGTERM ends it after its current step, and the view equals the fold.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -79,23 +81,54 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     assert {k["cause"] for k in kills} == {"new_events", "policy_change"}
 
 
+def records_of(process: Process) -> list[dict]:
+    """The JSON-line records a ``payledger build`` process printed (its own, with a ``ts``)."""
+    return [record for line in process.lines if line.startswith("{") and (record := json.loads(line)).get("ts")]
+
+
 @pytest.mark.slow
-def test_overlapping_scheduled_builds_run_one_at_a_time(tmp_path):
+def test_overlapping_scheduled_builds_run_one_at_a_time_and_the_warm_loop_stops_cleanly(tmp_path):
+    """A warm loop (``payledger build --every``) takes the lock; a scheduled build started while it
+    builds exits 75 and runs nothing. The loop builds twice more in the same process; a SIGTERM
+    during its third build ends it after that step (the build completes, maintenance is skipped),
+    exit 0, lock released, and the view equals the fold."""
     harness = Harness(tmp_path)
     history = small_history(harness.landing, random.Random(7))
     landed = harness.start("land", *harness.landing.take())
     assert landed.finish() == 0, landed.lines[-30:]
 
     payledger = str(Path(sys.executable).parent / "payledger")
-    builds = [Process([payledger, "build"], {**harness.env, "DBT_TARGET_PATH": str(tmp_path / f"target{i}")}) for i in range(2)]
-    codes = sorted(b.finish() for b in builds)
-    records = [[json.loads(line) for line in b.lines if line.startswith("{")] for b in builds]
-    assert codes == [0, 75], [b.lines[-10:] for b in builds]
-    loser = next(r for b, r in zip(builds, records, strict=True) if b.popen.returncode == 75)
-    winner = next(r for b, r in zip(builds, records, strict=True) if b.popen.returncode == 0)
-    locked = [r for r in loser if r.get("event") == "locked"]
-    assert locked and "another build holds" in locked[0]["message"], loser
-    assert [r["event"] for r in loser if "event" in r and r.get("ts")] == ["locked", "done"], "the loser must run nothing"
-    assert [r["event"] for r in winner if r.get("ts")] == ["lock_acquired", "freshness", "build", "maintenance", "done"], winner
-    # The winner's build alone (no later build to repair it): the view and rejects equal the fold.
+    loop = Process([payledger, "build", "--every", "1s"], {**harness.env, "DBT_TARGET_PATH": str(tmp_path / "target-loop")})
+
+    def loop_events(iteration: int) -> list[str]:
+        return [r["event"] for r in records_of(loop) if r.get("iteration") == iteration]
+
+    def wait_for_loop(iteration: int, event: str) -> None:
+        deadline = time.monotonic() + 900
+        while event not in loop_events(iteration):
+            assert loop.popen.poll() is None and time.monotonic() < deadline, loop.lines[-30:]
+            time.sleep(0.2)
+
+    wait_for_loop(1, "lock_acquired")
+    single = Process([payledger, "build"], {**harness.env, "DBT_TARGET_PATH": str(tmp_path / "target-single")})
+    assert single.finish() == 75, single.lines[-10:]
+    refused = records_of(single)
+    assert [r["event"] for r in refused] == ["locked", "done"], "the refused build must run nothing"
+    assert "another build holds" in refused[0]["message"], refused
+
+    wait_for_loop(3, "freshness")
+    time.sleep(1)  # into the third iteration's dbt build
+    loop.popen.send_signal(signal.SIGTERM)
+    assert loop.finish() == 0, loop.lines[-30:]
+    records = records_of(loop)
+    assert loop_events(1) == loop_events(2) == ["lock_acquired", "freshness", "build", "maintenance", "done"], records
+    builds = [r for r in records if r["event"] == "build"]
+    assert all(b["success"] and b["spark_jobs"] > 0 and b["sql_executions"] > 0 for b in builds), builds
+    # The signal came during the third build: it finished, then the loop stopped before maintenance.
+    assert loop_events(3) == ["lock_acquired", "freshness", "build", "stopped", "done"], records
+    assert [r["before"] for r in records if r["event"] == "stopped"] == ["maintenance"], records
+    assert records[-1]["event"] == "loop_stopped" and records[-1]["reason"] == "SIGTERM" and records[-1]["exit_code"] == 0, records[-1]
+    assert [r["event"] for r in records].count("loop_started") == 1, "one process, one JVM for every iteration"
+
+    # The lock is free (the report's process opens the warehouse) and the view equals the fold.
     history.assert_matches(typed_view(report := harness.report()), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
