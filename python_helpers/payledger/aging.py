@@ -7,9 +7,16 @@ built one after the other, each through the cron wrapper's own path (``schedule.
 source freshness, ``dbt build``, then maintenance of the tables due, ``maintain_every`` commits).
 The builds leave out dbt's tests (they recompute from all of history, a cost that grows with it by
 design); one ``dbt test`` at the end checks that the view reconciles. Records, per build, the build's
-wall seconds, the maintenance step's seconds and the data and delete files of the view, the daily
-checkpoint and the canonical events; writes ``target/bench_aging.json`` (after every build, with
-``complete`` false until the end) and a plot, ``target/bench_aging.png``.
+wall seconds, the Spark jobs and SQL executions it ran, the maintenance step's seconds and the data
+and delete files of the view, the daily checkpoint and the canonical events; writes
+``target/bench_aging.json`` (after every build, with ``complete`` false until the end) and a plot,
+``target/bench_aging.png``.
+
+Then, with this process's JVM ended, what a new process pays: ``COLD_BUILDS`` scheduled builds, each
+``payledger build`` of its own (what a cron line runs), and a newcomer's ``dbt build`` with every
+test after one reference change (twice) on a warehouse of its own (``NEWCOMER_EVENTS`` events,
+``warehouse/bench_newcomer``). The small-build targets (``small_build_targets``) are printed with
+the aging targets as met or missed.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,11 +36,12 @@ from rich.console import Console
 
 from payledger import scenario
 from payledger.dbt import run_dbt
-from payledger.generate import EVENT_FILE
+from payledger.formats import session_format
+from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.maintain import DEFAULT_RETENTION_HOURS, FileCounts, file_counts
 from payledger.schedule import scheduled_build
-from payledger.spark import default_warehouse, get_spark
+from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, stop_spark
 from payledger.warehouse import VIEW
 
 #: Tables whose files are counted after every build.
@@ -41,17 +52,24 @@ WATCHED = {
 }
 #: Builds per day of event time: the batches move forward one day every this many builds.
 BUILDS_PER_DAY = 10
+#: Scheduled builds from a new process, after the warm ones (each with a batch of its own).
+COLD_BUILDS = 2
+#: What each scheduled build runs: dbt build without dbt's tests (see the module's docstring).
+BUILD_ARGS = ("--exclude", "resource_type:test", "resource_type:unit_test")
 
 
 @dataclass
 class AgingBuild:
-    """One scheduled build: its number (1-based), rows loaded, the build's wall seconds, the
+    """One scheduled build: its number (1-based), rows loaded, the build's wall seconds
+    (``seconds``), the Spark jobs and SQL executions it ran (``sparkwork.WorkCounter``), the
     maintenance step's seconds (the check for due tables, and the maintenance of those due) and the
     tables maintained, and file counts after it."""
 
     number: int
     rows_loaded: int
-    build_s: float
+    seconds: float
+    spark_jobs: int
+    sql_executions: int
     maintenance_s: float
     maintained: list[str]
     files: dict[str, FileCounts] = field(default_factory=dict)
@@ -77,7 +95,7 @@ def aging_targets(builds: list[AgingBuild], reconciled: bool) -> list[dict]:
     <= 1.2 x the first ten's; the view's data and delete files stay bounded: the peak of every later
     maintenance cycle <= 1.1 x the first cycle's (with no maintenance there is one cycle and no
     bound: missed); the view reconciles at the end."""
-    first, last = [b.build_s for b in builds[:10]], [b.build_s for b in builds[-10:]]
+    first, last = [b.seconds for b in builds[:10]], [b.seconds for b in builds[-10:]]
     found = []
     ratio = _median(last) / _median(first) if _median(first) else None
     found.append(
@@ -105,6 +123,136 @@ def aging_targets(builds: list[AgingBuild], reconciled: bool) -> list[dict]:
     return found
 
 
+#: The small-build targets (issue 26) by table format: a warm build's median seconds, and its median
+#: Spark jobs (Delta only).
+WARM_MEDIAN_LIMIT_S = {"delta": 10.0, "iceberg": 8.0}
+WARM_JOBS_LIMIT = {"delta": 60}
+#: A scheduled build from a new process (``payledger build``, what a cron line runs), and a
+#: newcomer's ``dbt build`` with every test after one reference change, from a new process.
+COLD_BUILD_LIMIT_S = 40.0
+NEWCOMER_BUILD_LIMIT_S = {"delta": 60.0}
+
+
+def _target(name: str, value: float | None, limit: float, detail: str) -> dict:
+    return {"name": name, "value": None if value is None else round(value, 2), "limit": limit, "met": value is not None and value <= limit, "detail": detail}
+
+
+def small_build_targets(builds: list[AgingBuild], table_format: str, cold: list[float], newcomer: list[float]) -> list[dict]:
+    """The small-build targets as ``{name, value, limit, met, detail}``: the warm builds' median
+    seconds and (Delta) median Spark jobs, the slowest scheduled build from a new process
+    (``cold``: wall seconds) and the slowest newcomer ``dbt build`` (``newcomer``: wall seconds; a
+    target on Delta only, reported on Iceberg without one)."""
+    seconds = [b.seconds for b in builds]
+    jobs = [b.spark_jobs for b in builds]
+    found = [
+        _target(
+            f"warm scheduled build: median <= {WARM_MEDIAN_LIMIT_S[table_format]:g} s",
+            _median(seconds),
+            WARM_MEDIAN_LIMIT_S[table_format],
+            f"{min(seconds):.1f}-{max(seconds):.1f} s over {len(seconds)} builds",
+        )
+    ]
+    if table_format in WARM_JOBS_LIMIT:
+        found.append(
+            _target(
+                f"warm scheduled build: median Spark jobs <= {WARM_JOBS_LIMIT[table_format]}",
+                _median(jobs),
+                WARM_JOBS_LIMIT[table_format],
+                f"{min(jobs)}-{max(jobs)} jobs, {_median([b.sql_executions for b in builds]):.0f} SQL executions (median)",
+            )
+        )
+    found.append(
+        _target(
+            f"payledger build from a new process <= {COLD_BUILD_LIMIT_S:g} s",
+            max(cold) if cold else None,
+            COLD_BUILD_LIMIT_S,
+            ", ".join(f"{s:.1f} s" for s in cold),
+        )
+    )
+    if table_format in NEWCOMER_BUILD_LIMIT_S:
+        found.append(
+            _target(
+                f"newcomer dbt build (every test) after one reference change, new process <= {NEWCOMER_BUILD_LIMIT_S[table_format]:g} s",
+                max(newcomer) if newcomer else None,
+                NEWCOMER_BUILD_LIMIT_S[table_format],
+                ", ".join(f"{s:.1f} s" for s in newcomer),
+            )
+        )
+    return found
+
+
+#: The newcomer's warehouse: about 15,000 events and 120 merchants.
+NEWCOMER_EVENTS = 15_000
+NEWCOMER_MERCHANTS = 120
+
+_NEWCOMER_SETUP = """
+import sys
+from pathlib import Path
+from payledger import scenario
+from payledger.dbt import run_dbt
+from payledger.formats import session_format
+from payledger.spark import default_warehouse, get_spark
+scenario.load_history(get_spark(), Path(sys.argv[1]), default_warehouse())
+built = run_dbt("build", "--target-path", sys.argv[2])
+sys.exit(0 if built.success else 1)
+"""
+
+
+def _process_env(warehouse: Path) -> dict[str, str]:
+    """The environment of a new process on ``warehouse``, as a cron line or a newcomer runs one (no
+    Spark UI)."""
+    env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(warehouse), "PAYLEDGER_HOME": str(PROJECT_ROOT)}
+    env.pop("PAYLEDGER_SPARK_UI", None)
+    return env
+
+
+def _timed(argv: list[str], env: dict[str, str], what: str) -> float:
+    """Run ``argv`` from the project root; its wall seconds. Raises ``scenario.BuildFailed`` (with the
+    end of its output) when it exits non-zero."""
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise scenario.BuildFailed(f"{what} exited {done.returncode}: {(done.stdout + done.stderr)[-3000:]}")
+    return seconds
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def cold_scheduled_builds(batch_dirs: list[Path], warehouse: Path, build_args: tuple[str, ...]) -> list[float]:
+    """For each batch: ``payledger load events`` (untimed), then ``payledger build <build_args>``
+    from a new process, as a cron line runs it; the builds' wall seconds (JVM start included). Run
+    after this process's JVM has ended (the Derby metastore admits one process)."""
+    env = _process_env(warehouse)
+    seconds = []
+    for batch_dir in batch_dirs:
+        _timed([_bin("payledger"), "load", "events", str(batch_dir / EVENT_FILE)], env, "payledger load")
+        seconds.append(_timed([_bin("payledger"), "build", *build_args], env, "payledger build"))
+    return seconds
+
+
+def newcomer_builds(data_dir: Path, warehouse: Path) -> list[float]:
+    """A newcomer's loop on a small warehouse (NEWCOMER_EVENTS events, NEWCOMER_MERCHANTS merchants),
+    each step a new process: load and build it (untimed), then change one reference row and run
+    ``dbt build`` with every test, twice: a retroactive policy change, then a merchant's segment move.
+    Returns the two builds' wall seconds."""
+    history = data_dir / "history"
+    scenario.generate_history(history, NEWCOMER_EVENTS, NEWCOMER_MERCHANTS)
+    env = _process_env(warehouse)
+    target = str(PROJECT_ROOT / "target" / "bench_newcomer")
+    _timed([sys.executable, "-c", _NEWCOMER_SETUP, str(history), target], env, "the newcomer's first build")
+    dbt_build = [_bin("dbt"), "build", "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles"), "--target-path", target]
+    scenario.write_retroactive_policy(history, data_dir / "policy_change")
+    _timed([_bin("payledger"), "load", "policies", str(data_dir / "policy_change" / POLICY_FILE)], env, "payledger load policies")
+    seconds = [_timed(dbt_build, env, "the newcomer's dbt build after a policy change")]
+    scenario.write_segment_move(history, data_dir / "segment_move")
+    _timed([_bin("payledger"), "load", "merchants", str(data_dir / "segment_move" / MERCHANT_FILE)], env, "payledger load merchants")
+    seconds.append(_timed(dbt_build, env, "the newcomer's dbt build after a segment move"))
+    return seconds
+
+
 def _plot(builds: list[AgingBuild], path: Path, title: str) -> None:
     import matplotlib
 
@@ -113,7 +261,7 @@ def _plot(builds: list[AgingBuild], path: Path, title: str) -> None:
 
     numbers = [b.number for b in builds]
     figure, (seconds_axis, files_axis) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    seconds_axis.plot(numbers, [b.build_s for b in builds], marker=".", label="build (s)")
+    seconds_axis.plot(numbers, [b.seconds for b in builds], marker=".", label="build (s)")
     seconds_axis.bar(numbers, [b.maintenance_s for b in builds], color="tab:orange", alpha=0.6, label="maintenance (s)")
     seconds_axis.set_ylabel("seconds")
     seconds_axis.set_title(title)
@@ -149,7 +297,8 @@ def run_aging(
     scenario.generate_history(history, events, merchants)
     batch_events = max(10, int(events * batch_share))
     batch_dirs = []
-    for number in range(1, builds + 1):
+    # The last COLD_BUILDS batches are for the scheduled builds from a new process, after the rest.
+    for number in range(1, builds + COLD_BUILDS + 1):
         batch_dir = data_dir / f"batch_{number:03d}"
         scenario.generate_new_batch(
             history,
@@ -162,13 +311,14 @@ def run_aging(
             id_prefix=f"a{number:03d}_",
         )
         batch_dirs.append(batch_dir)
-    console.print(f"generated {events:,} events and {builds} batches of {batch_events:,} new events")
+    console.print(f"generated {events:,} events and {builds + COLD_BUILDS} batches of {batch_events:,} new events")
+    batch_dirs, cold_dirs = batch_dirs[:builds], batch_dirs[builds:]
 
     spark = get_spark()
     warehouse = default_warehouse()
     scenario.load_history(spark, history, warehouse)
     started = time.monotonic()
-    initial = run_dbt("build", "--exclude", "resource_type:test", "resource_type:unit_test")
+    initial = run_dbt("build", *BUILD_ARGS)
     if not initial.success:
         raise scenario.BuildFailed(f"the initial build failed: {initial.failures() or initial.exception}")
     console.print(f"initial build: {time.monotonic() - started:.1f}s")
@@ -178,7 +328,7 @@ def run_aging(
         rows = load_file(spark, "payment_events", batch_dir / EVENT_FILE, warehouse)
         records: list[dict] = []
         code = scheduled_build(
-            build_args=("--exclude", "resource_type:test", "resource_type:unit_test"),
+            build_args=BUILD_ARGS,
             emit=records.append,
             maintain_every=maintain_every,
             retention_hours=retention_hours,
@@ -193,6 +343,8 @@ def run_aging(
             number,
             rows,
             build["seconds"],
+            build["spark_jobs"],
+            build["sql_executions"],
             maintenance["seconds"],
             [t["table"] for t in maintenance["tables"]],
             {name: file_counts(spark, table) for name, table in WATCHED.items()},
@@ -204,14 +356,23 @@ def run_aging(
         (out_dir / "bench_aging.json").write_text(json.dumps(progress | {"builds": [asdict(b) for b in done]}, indent=2) + "\n")
         view = result.files["view"]
         console.print(
-            f"build {number:3d}: {result.build_s:5.1f}s"
+            f"build {number:3d}: {result.seconds:5.1f}s, {result.spark_jobs} Spark jobs, {result.sql_executions} SQL executions"
             + (f", maintenance {result.maintenance_s:.1f}s ({len(result.maintained)} tables)" if result.maintained else f", check {result.maintenance_s:.1f}s")
             + f"; view files {view.data_files} data, {view.delete_files} delete"
         )
 
     check = run_dbt("test")
     reconciled = bool(check.success)
-    found = aging_targets(done, reconciled)
+    table_format = session_format(spark)
+    # New processes need the warehouse's metastore: this process's JVM ends here.
+    stop_spark()
+    console.print(f"scheduled builds from a new process ({len(cold_dirs)}): ", end="")
+    cold = cold_scheduled_builds(cold_dirs, warehouse, BUILD_ARGS)
+    console.print(", ".join(f"{seconds:.1f}s" for seconds in cold))
+    console.print(f"newcomer dbt builds ({NEWCOMER_EVENTS:,} events, {NEWCOMER_MERCHANTS} merchants, new processes): ", end="")
+    newcomer = newcomer_builds(data_dir.parent / "bench_newcomer", warehouse.parent / "bench_newcomer")
+    console.print(", ".join(f"{seconds:.1f}s" for seconds in newcomer))
+    found = aging_targets(done, reconciled) + small_build_targets(done, table_format, cold, newcomer)
     figures = {
         "events": events,
         "merchants": merchants,
@@ -222,6 +383,9 @@ def run_aging(
         "builds": [asdict(b) for b in done],
         "reconciled": reconciled,
         "failures": check.failures(),
+        "table_format": table_format,
+        "cold_build_s": [round(seconds, 1) for seconds in cold],
+        "newcomer_build_s": [round(seconds, 1) for seconds in newcomer],
         "targets": found,
     }
     out_dir.mkdir(parents=True, exist_ok=True)

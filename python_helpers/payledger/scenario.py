@@ -5,6 +5,7 @@
   ending on ``END_DATE``, and follow-on batches (new events, re-sent duplicates, late events, bad
   rows), as Parquet folders (``payledger.generate``);
 - ``write_retroactive_policy``: one segment's reserve policy raised, effective in the past;
+- ``write_segment_move``: one merchant moved to another segment, effective in the past;
 - ``load_history``: a fresh warehouse (the project's schemas dropped) with a history's merchants,
   policies and events landed;
 - ``build``: one dbt invocation and the view records it wrote.
@@ -74,6 +75,28 @@ def write_retroactive_policy(history: Path, out: Path, end_date: dt.date = END_D
         out / POLICY_FILE,
     )
     return segment, pct, effective
+
+
+def write_segment_move(history: Path, out: Path, end_date: dt.date = END_DATE) -> tuple[str, str, dt.date]:
+    """Write into ``out`` a merchants file that moves the history's first merchant to another of the
+    history's segments, effective 30 days before ``end_date``; returns (merchant_id, new segment,
+    effective date)."""
+    merchants = pq.read_table(history / MERCHANT_FILE).to_pylist()
+    first = merchants[0]
+    segment = next(m["segment"] for m in merchants if m["segment"] != first["segment"])
+    effective = end_date - dt.timedelta(days=30)
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table(
+            {
+                "merchant_id": [first["merchant_id"]],
+                "segment": [segment],
+                "segment_effective_from": pa.array([effective], pa.date32()),
+            }
+        ),
+        out / MERCHANT_FILE,
+    )
+    return first["merchant_id"], segment, effective
 
 
 def load_history(spark, history: Path, warehouse: Path) -> tuple[list[str], int]:

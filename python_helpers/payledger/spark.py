@@ -81,3 +81,21 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     # dbt-spark forces ANSI off for its sessions; match it so both see the same semantics.
     builder = builder.config("spark.sql.ansi.enabled", "false")
     return builder.getOrCreate()
+
+
+def stop_spark() -> None:
+    """Stop this process's Spark session and end its JVM, so that another process can open the
+    warehouse (the embedded Derby metastore admits one JVM, and keeps its lock until that JVM
+    exits, whatever ``SparkSession.stop`` says). PySpark's gateway JVM exits when its stdin closes
+    (``PythonGatewayServer``); this waits up to two minutes for it. Spark cannot be started again in
+    this process afterwards."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.stdin.close()
+        process.wait(timeout=120)

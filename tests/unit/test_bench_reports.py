@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from payledger.aging import AgingBuild, _cycle_peaks, aging_targets
+from payledger.aging import AgingBuild, _cycle_peaks, aging_targets, small_build_targets
 from payledger.bench import _bytes
 from payledger.maintain import FileCounts
 
@@ -29,7 +29,7 @@ def test_an_unreadable_size_metric_is_an_error():
 
 def builds(view_data_files: list[int], seconds: list[float]) -> list[AgingBuild]:
     pairs = zip(view_data_files, seconds, strict=True)
-    return [AgingBuild(n, 300, s, 0.0, [], {"view": FileCounts(files, files // 2)}) for n, (files, s) in enumerate(pairs, start=1)]
+    return [AgingBuild(n, 300, s, 0, 0, 0.0, [], {"view": FileCounts(files, files // 2)}) for n, (files, s) in enumerate(pairs, start=1)]
 
 
 def test_cycles_end_where_maintenance_brings_the_count_down():
@@ -51,3 +51,19 @@ def test_slower_last_builds_miss_the_median_target():
     median = next(t for t in slower if t["name"].startswith("median"))
     assert median["value"] == pytest.approx(40 / 30, abs=1e-3) and not median["met"]
     assert not next(t for t in slower if "reconciles" in t["name"])["met"]
+
+
+def test_small_build_targets_are_met_or_missed_by_their_limits():
+    fast = [AgingBuild(n, 300, s, jobs, 100, 0.0, []) for n, (s, jobs) in enumerate([(8.0, 50), (9.0, 55), (30.0, 90)], start=1)]
+    found = {t["name"]: t for t in small_build_targets(fast, "delta", cold=[35.0, 41.0], newcomer=[59.0])}
+    assert found["warm scheduled build: median <= 10 s"]["value"] == 9.0 and found["warm scheduled build: median <= 10 s"]["met"]
+    assert found["warm scheduled build: median Spark jobs <= 60"]["value"] == 55 and found["warm scheduled build: median Spark jobs <= 60"]["met"]
+    cold = found["payledger build from a new process <= 40 s"]
+    assert (cold["value"], cold["limit"], cold["met"], cold["detail"]) == (41.0, 40.0, False, "35.0 s, 41.0 s")
+    newcomer = next(t for t in found.values() if t["name"].startswith("newcomer"))
+    assert newcomer["met"] and newcomer["limit"] == 60.0
+    iceberg = {t["name"] for t in small_build_targets(fast, "iceberg", cold=[], newcomer=[50.0])}
+    assert "warm scheduled build: median <= 8 s" in iceberg
+    assert not any("Spark jobs" in name or name.startswith("newcomer") for name in iceberg), iceberg
+    unmeasured = next(t for t in small_build_targets(fast, "iceberg", cold=[], newcomer=[]) if t["name"].startswith("payledger build"))
+    assert unmeasured["value"] is None and not unmeasured["met"]
