@@ -4,8 +4,9 @@ Two warehouses get the same landing files. The test run's own is built in-proces
 Spark, in the run's format (PAYLEDGER_FORMAT); on the other `payledger thrift start` runs a Thrift
 Server of the same format from the pip pyspark (spark-submit, that format's jars on the driver class
 path, 127.0.0.1) and `dbt build --target thrift` builds through it (PyHive). The view is then read
-through the server and compared with the embedded build key by key; the server compiles generated
-code (production's setting), the tests' embedded Spark does not (PAYLEDGER_CODEGEN=false). A second
+through the server and compared with the embedded build key by key; the server runs with the
+profile's default code generation (off on Delta, on on Iceberg: production's settings), the tests'
+embedded Spark without it (PAYLEDGER_CODEGEN=false). A second
 test starts the server on a standalone master and worker (`--standalone`) and checks that the worker
 ran a query of a landing table and its totals match the landed events (it builds nothing: reading
 dbt-built tables with deletion vectors or position deletes through a server is the first test's).
@@ -42,10 +43,11 @@ def test_thrift_target_builds_the_same_balances_as_local(dbt, warehouse, tmp_pat
     assert landed.finish() == 0, landed.lines[-20:]
 
     port = free_port()
-    # The server compiles generated code as production does (the tests' embedded Spark runs without
-    # whole-stage codegen and, on Delta, interprets expressions: PAYLEDGER_CODEGEN=false), so the
-    # comparison below also checks one against the other.
-    env = {**remote.env, "PAYLEDGER_THRIFT_PORT": str(port), "PAYLEDGER_CODEGEN": "true"}
+    # The server runs with the profile's default code generation, as production does (off on Delta,
+    # on on Iceberg; the tests' embedded Spark runs without it: PAYLEDGER_CODEGEN=false), so on
+    # Iceberg the comparison below also checks one against the other.
+    env = {key: value for key, value in remote.env.items() if key != "PAYLEDGER_CODEGEN"}
+    env["PAYLEDGER_THRIFT_PORT"] = str(port)
     started = subprocess.run([executable("payledger"), "thrift", "start", "--port", str(port)], env=env, capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
