@@ -95,7 +95,13 @@ def stop_spark() -> None:
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    process = getattr(SparkContext._gateway, "proc", None)
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
     if process is not None and process.poll() is None:
         process.stdin.close()
         process.wait(timeout=120)
+    if gateway is not None:
+        # py4j frees the JVM side of every Java proxy Python collects later, unless the client is
+        # marked disconnected (GatewayClient.garbage_collect_object checks is_connected); with the
+        # JVM gone, each attempt logged an ERROR with a traceback.
+        gateway._gateway_client.is_connected = False
