@@ -94,7 +94,7 @@ def scheduled_build(
                 invocation_id=build.invocation_id,
                 seconds=seconds,
                 failures=build.failures() or ([str(build.exception)] if build.exception else []),
-                **counter.since(mark).as_dict(),
+                **counter.counts_since(mark).as_dict(),
             )
             code = 0 if freshness.success and build.success else 1
             every = every_commits_setting() if maintain_every is None else maintain_every

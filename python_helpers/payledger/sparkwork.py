@@ -84,10 +84,28 @@ class WorkCounter:
             found.append(Submitted(execution.executionId(), execution.submissionTime(), execution.description() or ""))
         return found
 
+    def _last_ids(self) -> Mark:
+        """The newest retained job and execution ids, read without walking the stores from Python:
+        the job listing's two ends (Spark lists jobs newest first; both ends are read so that the
+        order does not matter) and the last execution by id (the SQL store's view is sorted by
+        execution id). Walking every retained entry through py4j took 1.2 s with about 1,200 of
+        them, on every scheduled build."""
+        self._drain()
+        jobs = self._context.statusStore().jobsList(None)
+        last_job = -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
+        count = self._sql_store.executionsCount()
+        last_execution = -1 if count == 0 else self._sql_store.executionsList(int(count) - 1, 1).head().executionId()
+        return Mark(last_job, last_execution)
+
     def mark(self) -> Mark:
         """The current position: the last job and execution ids submitted so far."""
-        self._drain()
-        return Mark(max((j.id for j in self._jobs()), default=-1), max((e.id for e in self._executions()), default=-1))
+        return self._last_ids()
+
+    def counts_since(self, mark: Mark) -> SparkWork:
+        """The number of jobs and executions submitted after ``mark``, without their lists (what a
+        scheduled build logs; ``since`` also lists them, for attribution to nodes)."""
+        now = self._last_ids()
+        return SparkWork(now.last_job - mark.last_job, now.last_execution - mark.last_execution)
 
     def since(self, mark: Mark) -> SparkWork:
         """The jobs and executions submitted after ``mark`` (counts from ids; lists of those
