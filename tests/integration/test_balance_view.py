@@ -14,7 +14,7 @@ import pytest
 
 from payledger.formats import Commit, table_commits
 from payledger.warehouse import VIEW
-from tests.support import History, event, merchant, policy, view_rows
+from tests.support import BuiltState, History, Landing, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
 
@@ -26,6 +26,32 @@ def view_snapshots(warehouse) -> list[Commit]:
 def seed_reference_data(warehouse) -> None:
     warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01")])
     warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+
+
+def build_base(dbt, warehouse) -> None:
+    """The state the ``base`` tests start from: m1 (retail 10%) released 100.00 in March, m2
+    (travel 5%) captured 7.00; built."""
+    seed_reference_data(warehouse)
+    warehouse.load(
+        "payment_events",
+        [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"), event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
+    )
+    dbt.scenario_build()
+
+
+@pytest.fixture(scope="module")
+def base_state(spark, dbt, tmp_path_factory) -> BuiltState:
+    return BuiltState(spark, tmp_path_factory.mktemp("balance-view"), lambda landing: build_base(dbt, landing))
+
+
+@pytest.fixture
+def base(base_state) -> Landing:
+    """A warehouse holding ``build_base``'s state, built once per worker and restored for each test
+    that asks for it (tests marked with the ``balance_view_base`` xdist group, which one worker runs)."""
+    return base_state.restored()
+
+
+BASE = pytest.mark.xdist_group("balance_view_base")
 
 
 @pytest.mark.both_formats
@@ -90,11 +116,10 @@ INCREMENTAL_TABLES = (
 
 @pytest.mark.both_formats
 @pytest.mark.slow
-def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt, warehouse):
+@BASE
+def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt, base):
     """From each table's own commit history: a later run merges or appends, never replaces."""
-    seed_reference_data(warehouse)
-    warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
-    dbt.scenario_build()
+    warehouse = base
     before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
     assert all(before.values()), before
     # Something for every model and snapshot to write: events (one bad), a policy change, a move.
@@ -113,10 +138,9 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt,
 
 @pytest.mark.both_formats
 @pytest.mark.slow
-def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, warehouse):
-    seed_reference_data(warehouse)
-    warehouse.load("payment_events", [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00")])
-    dbt.scenario_build()
+@BASE
+def test_snapshots_keep_history_across_changes_and_idle_reruns(dbt, base):
+    warehouse = base
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
     dbt.scenario_build()
     dbt.scenario_build()  # an idle re-run must not add or close versions
@@ -229,13 +253,9 @@ def mart_examples(manifest: dict) -> dict[str, list[str]]:
     }
 
 
-def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, warehouse):
-    seed_reference_data(warehouse)
-    warehouse.load(
-        "payment_events",
-        [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"), event("e2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
-    )
-    dbt.scenario_build()
+@BASE
+def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, base):
+    warehouse = base
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
 
     result = dbt("test", "--select", "assert_merchant_balance_current_reconciles", check=False)
@@ -247,10 +267,9 @@ def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, ware
     ]
 
 
-def test_full_refresh_of_the_view_is_refused_without_the_switch(dbt, warehouse):
-    seed_reference_data(warehouse)
-    warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00")])
-    dbt.scenario_build()
+@BASE
+def test_full_refresh_of_the_view_is_refused_without_the_switch(dbt, base):
+    warehouse = base
     before = view_rows(warehouse)
     refused = dbt("run", "--select", "merchant_balance_current", "--full-refresh", check=False)
     assert not refused.success

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
-from payledger.warehouse import VIEW, drop_project_schemas
-from tests.support import Landing, event, merchant, policy, restore_warehouse, rewritten, save_warehouse, view_rows
+from payledger.warehouse import VIEW
+from tests.support import BuiltState, Landing, event, merchant, policy, rewritten, view_rows
 
-# One worker runs this module, so its built state (a module fixture) is built once.
-pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.xdist_group("invalidation")]
+# One worker runs this module, so its built state (a module fixture) is built once. Together its
+# tests take minutes (about a dozen builds): marked slow, the group is scheduled with the long tests,
+# not last, where one worker ran it alone while the other had nothing left.
+pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow, pytest.mark.xdist_group("invalidation")]
 
 AUDIT = "payledger.balance_invalidations"
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
@@ -51,30 +51,22 @@ def land_and_build(dbt, warehouse):
 
 
 @pytest.fixture(scope="module")
-def built_state(spark, dbt, tmp_path_factory) -> dict:
+def built_state(spark, dbt, tmp_path_factory) -> BuiltState:
     """The built warehouse, built once per module and worker (see ``warehouse``)."""
-    drop_project_schemas(spark)
-    landing = Landing(spark, tmp_path_factory.mktemp("invalidation"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
-    first = land_and_build(dbt, landing)
-    return {"landing": landing, "first": first, "saved": save_warehouse(spark)}
+    return BuiltState(spark, tmp_path_factory.mktemp("invalidation"), lambda landing: land_and_build(dbt, landing))
 
 
 @pytest.fixture
-def warehouse(spark, dbt, built_state) -> Landing:
-    """This module's warehouse: the built state, restored for every test (a few table versions made
-    current again instead of a build from nothing). Built anew when another module's test emptied
-    the warehouse since."""
-    if not restore_warehouse(spark, built_state["saved"]):
-        drop_project_schemas(spark)
-        built_state["first"] = land_and_build(dbt, built_state["landing"])
-        built_state["saved"] = save_warehouse(spark)
-    return built_state["landing"]
+def warehouse(built_state) -> Landing:
+    """This module's warehouse: the built state, restored for every test (``BuiltState``) instead of
+    a build from nothing."""
+    return built_state.restored()
 
 
 @pytest.fixture
 def built(warehouse, built_state):
     """The first build's invocation (of the state ``warehouse`` restored)."""
-    return built_state["first"]
+    return built_state.result
 
 
 def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehouse, built):
