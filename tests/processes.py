@@ -68,23 +68,11 @@ class Process:
         return code
 
 
-#: JVM options of the short-lived processes these tests start (``PAYLEDGER_JAVA_OPTIONS``): the
-#: JIT's C1 compiler only, with a code cache large enough that its code is not flushed and compiled
-#: again. A process of a few builds spends about a third of its CPU in C2 compiles that it does not
-#: live long enough to use: one of three builds took the same wall time with C1 only (181 s against
-#: 186 s) and 195 CPU-seconds against 297, leaving the other core to the other pytest worker. The
-#: workers themselves keep C2: the same 19 tests on two C1-only workers had finished 11 when the
-#: default workers had finished all of them (25 min); their driver threads used about three times
-#: the CPU.
-CHILD_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
-
-
 class Harness:
     """A private warehouse driven through ``python -m tests.crash_harness`` processes."""
 
     def __init__(self, root: Path) -> None:
         self.env = {**os.environ, "PAYLEDGER_WAREHOUSE": str(root / "warehouse"), "PYTHONUNBUFFERED": "1"}
-        self.env.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS)
         self.landing = PendingLanding(root / "files")
 
     def start(self, *args: str, module: str = "tests.crash_harness") -> Process:
