@@ -268,7 +268,7 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
     Delta: each table's folder (its log, data and deletion vector files) is replaced by the saved
     copy, and Delta's cached table states are dropped, so the next read lists the log again. A
     ``RESTORE`` per table did the same as a commit, at about the cost of a build of the tests' tiny
-    histories (42-64 s per test for the invalidation module's ten tables, measured in a 2-worker run).
+    histories (42-64 s per invalidation test for its 15 tables, measured in a 2-worker run).
     Iceberg: every table's saved snapshot is made current again (``formats.set_current_version``:
     ``set_current_snapshot``, a metadata commit; history is kept and later commits append to it).
     """
