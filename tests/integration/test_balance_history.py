@@ -80,11 +80,12 @@ def three_builds(dbt, warehouse, after_first) -> tuple[list[str], list[History]]
 
 
 READER = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from pyspark.sql import SparkSession
 fmt, location, jars, out, stop = sys.argv[1:6]
 builder = SparkSession.builder.master("local[1]").config("spark.jars", jars).config("spark.ui.enabled", "false")
+builder = builder.config("spark.driver.extraJavaOptions", os.environ.get("PAYLEDGER_JAVA_OPTIONS", ""))
 builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
 if fmt == "delta":
     builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
