@@ -35,10 +35,11 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # machine: 331 s against 327 s, and 415 machine CPU-seconds against 578, left to the other worker.
 # The workers' own JVMs live for the whole run and keep C2 (the ``spark`` fixture starts them
 # without these options): two C1-only workers had finished 11 of 19 tests when two default ones had
-# finished all 19. A PAYLEDGER_JAVA_OPTIONS set by hand applies to workers and processes alike.
+# finished all 19. Any other PAYLEDGER_JAVA_OPTIONS, set by hand, applies to workers and processes
+# alike. (xdist's workers inherit the controller's environment, where this line has already run:
+# hence the comparison with the value, not a test of whether the variable is set.)
 CHILD_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
-CHILD_OPTIONS_ONLY = "PAYLEDGER_JAVA_OPTIONS" not in os.environ
-os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS)
+CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS) == CHILD_JAVA_OPTIONS
 # The one switch between the table formats: PAYLEDGER_FORMAT=delta (default) or iceberg picks the
 # default dbt target (profiles.yml), the CLI's Spark session and the Thrift Server's format.
 FORMAT = os.environ.setdefault("PAYLEDGER_FORMAT", "delta")
