@@ -25,7 +25,10 @@ AGING_BUILDS ?= 100
 help: ## List the tasks
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: $(STAMP) $(JARS) ## Install Java, Maven, Chromium (apt), .venv (pip) and the Delta and Iceberg jars (Maven); idempotent
+# The JVM's class archive for Spark drivers (python_helpers/payledger/class_archive.py).
+CLASS_ARCHIVE := jars/spark-classes.jsa
+
+setup: $(STAMP) $(JARS) $(CLASS_ARCHIVE) ## Install Java, Maven, Chromium (apt), .venv (pip), the Delta and Iceberg jars (Maven) and the JVM's class archive; idempotent
 
 $(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_packages.sh
 	bash scripts/install_system_packages.sh
@@ -41,6 +44,11 @@ $(JARS) &: pom.xml jars.sha256 $(STAMP)
 	cd jars && sha256sum --check --strict ../jars.sha256
 	test "$$(ls jars | wc -l)" -eq "$$(wc -l < jars.sha256)" || { echo "jars/ holds jars that jars.sha256 does not list" >&2; exit 1; }
 	touch $(JARS)
+
+# Made again when the jars, the profile or the workload change; a JVM that cannot write one is
+# reported, and Spark then starts without it.
+$(CLASS_ARCHIVE): $(JARS) $(STAMP) profiles/profiles.yml python_helpers/payledger/class_archive.py
+	$(PY) -m payledger.class_archive $@ > $@.log 2>&1 || { tail -20 $@.log >&2; echo "warning: no class archive made ($@.log)" >&2; }
 
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo

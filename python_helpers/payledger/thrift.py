@@ -14,7 +14,6 @@ runs, use ``--target thrift`` (not an embedded target, nor ``payledger load``) o
 
 from __future__ import annotations
 
-import glob
 import os
 import signal
 import socket
@@ -98,9 +97,11 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     home = spark_home()
     fmt = server_format()
     conf = spark_conf(FORMAT_TARGETS[fmt])
-    jars = sorted(path for pattern in conf.pop("spark.jars", "").split(",") if pattern for path in glob.glob(pattern))
-    if not jars:
-        raise ThriftError(f"no {fmt} jars in {PROJECT_ROOT / 'jars'}: run make setup")
+    # The profile's driver class path: the server's too, and shipped to a standalone cluster's executors.
+    class_path = conf.pop("spark.driver.extraClassPath", "").split(os.pathsep)
+    jars = [path for path in class_path if path and os.path.exists(path)]
+    if not jars or len(jars) < len(class_path):
+        raise ThriftError(f"missing jars in {PROJECT_ROOT / 'jars'}: run make setup")
     (_state_dir() / "format").write_text(fmt)
     pids = {}
     master = conf.pop("spark.master", "local[*]")

@@ -84,7 +84,7 @@ import json, os, sys, time
 from pathlib import Path
 from pyspark.sql import SparkSession
 fmt, location, jars, out, stop = sys.argv[1:6]
-builder = SparkSession.builder.master("local[1]").config("spark.jars", jars).config("spark.ui.enabled", "false")
+builder = SparkSession.builder.master("local[1]").config("spark.driver.extraClassPath", jars).config("spark.ui.enabled", "false")
 builder = builder.config("spark.driver.extraJavaOptions", os.environ.get("PAYLEDGER_JAVA_OPTIONS", ""))
 builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
 if fmt == "delta":
@@ -151,7 +151,7 @@ class CommittedStateReader:
 
     def start(self, spark) -> None:
         location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
-        jars = ",".join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
+        jars = os.pathsep.join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
         script = self.folder / "reader.py"
         script.write_text(READER)
         argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, jars, str(self.folder / "states.jsonl"), str(self.folder / "stop")]
