@@ -1,6 +1,6 @@
 """The JVM class archive that ``make setup`` writes: class data sharing (CDS) for Spark's drivers.
 
-A new Spark driver loads and verifies some 20,000 classes (Spark, Hive's metastore client, Derby,
+A new Spark driver loads and verifies thousands of classes (Spark, Hive's metastore client, Derby,
 Delta, Iceberg) before it has run a statement. Java's class data sharing keeps them ready in an
 archive that each new JVM maps: the profile's targets pass ``-XX:SharedArchiveFile`` (the path in
 ``PAYLEDGER_CLASS_ARCHIVE``, default ``jars/spark-classes.jsa``), so a `payledger` command, a cron
