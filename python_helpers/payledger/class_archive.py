@@ -54,7 +54,6 @@ _WORKLOAD = {
 def _statements(fmt: str) -> list[str]:
     w = _WORKLOAD[fmt]
     t = "archive_training.balances"
-    as_of = w["as_of"].format(t=t)
     return [
         "create schema if not exists archive_training",
         f"create table {t} (merchant_id string, currency string, amount decimal(18, 2), day date) using {w['using']} partitioned by (day) {w['properties']}",
@@ -68,7 +67,7 @@ def _statements(fmt: str) -> list[str]:
         f" sum(amount) as total, max(day) as last_day from {t} group by merchant_id, currency",
         f"select b.merchant_id, sum(b.amount) over (partition by b.merchant_id order by b.day) as running,"
         f" t.total from {t} b join archive_training.totals t using (merchant_id, currency)",
-        f"select count(*) from {t} {as_of}",
+        f"select count(*) from {t} {w['as_of']}",
         f"describe extended {t}",
         w["listing"],
         "show tblproperties archive_training.totals",

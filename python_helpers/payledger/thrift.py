@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from payledger.spark import PROJECT_ROOT, default_warehouse, project_environment, spark_conf
+from payledger.spark import default_warehouse, project_environment, spark_conf
 
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 #: The embedded profile target whose Spark configuration a server of each format runs with.
@@ -98,10 +98,10 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     fmt = server_format()
     conf = spark_conf(FORMAT_TARGETS[fmt])
     # The profile's driver class path: the server's too, and shipped to a standalone cluster's executors.
-    class_path = conf.pop("spark.driver.extraClassPath", "").split(os.pathsep)
-    jars = [path for path in class_path if path and os.path.exists(path)]
-    if not jars or len(jars) < len(class_path):
-        raise ThriftError(f"missing jars in {PROJECT_ROOT / 'jars'}: run make setup")
+    jars = conf.pop("spark.driver.extraClassPath").split(os.pathsep)
+    missing = [path for path in jars if not os.path.exists(path)]
+    if missing:
+        raise ThriftError(f"missing {', '.join(missing)}: run make setup")
     (_state_dir() / "format").write_text(fmt)
     pids = {}
     master = conf.pop("spark.master", "local[*]")

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
+from payledger.spark import spark_conf
 from payledger.warehouse import VIEW
 from tests import reference
 from tests.processes import Process
@@ -151,7 +152,7 @@ class CommittedStateReader:
 
     def start(self, spark) -> None:
         location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
-        jars = os.pathsep.join(str(p) for p in sorted((Path(__file__).resolve().parents[2] / "jars").glob("*.jar")))
+        jars = spark_conf()["spark.driver.extraClassPath"]
         script = self.folder / "reader.py"
         script.write_text(READER)
         argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, jars, str(self.folder / "states.jsonl"), str(self.folder / "stop")]
