@@ -1,12 +1,13 @@
 {#-
     Overrides dbt-core's `test` materialization for Spark (copied from dbt-core 1.11's
     `materialization test, default`). One change: a stored-failures table that already exists as a
-    Delta table, for a test whose file_format is delta, is replaced in one commit (`create or
-    replace table ... as select`, which dbt-spark renders for Delta) instead of being dropped
-    first. A drop deletes the table's folder file by file; a build killed during it left files
-    without a transaction log, and every later create of that table failed
-    (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Views and other formats are dropped and created
-    as upstream does.
+    Delta or Iceberg table, for a test of the same file_format, is replaced in one commit (`create
+    or replace table ... as select`, which dbt-spark renders for both formats) instead of being
+    dropped first. On Delta a drop deletes the table's folder file by file; a build killed during
+    it left files without a transaction log, and every later create of that table failed
+    (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). On both, readers never find the table missing,
+    and it keeps its identity and history (an Iceberg table dropped and created is a new table
+    with a new UUID). Views and other formats are dropped and created as upstream does.
 -#}
 {%- materialization test, adapter='spark' -%}
 
@@ -35,9 +36,11 @@
         {% set target_relation = api.Relation.create(
             identifier=identifier, schema=schema, database=database, type=store_failures_as) %}
 
-        {% set replaced_in_place = old_relation is not none and old_relation.is_delta
-            and old_relation.is_table and store_failures_as == 'table'
-            and config.get('file_format') == 'delta' %}
+        {% set file_format = config.get('file_format') %}
+        {% set replaced_in_place = old_relation is not none and old_relation.is_table
+            and store_failures_as == 'table'
+            and ((file_format == 'delta' and old_relation.is_delta)
+                 or (file_format == 'iceberg' and old_relation.is_iceberg)) %}
         {% if old_relation and not replaced_in_place %}
             {% do adapter.drop_relation(old_relation) %}
         {% endif %}

@@ -4,17 +4,19 @@
     - a seed table already loaded from the same file and column types (_seed_is_loaded) is left as
       it is: no statement, no commit (spark__load_csv_rows skips its rows too), unless
       --full-refresh;
-    - an existing Delta seed table is replaced in one commit with `create or replace table`, never
-      dropped. A drop deletes the table's folder file by file; a build killed during it left files
-      without a transaction log, and every later `create table` there failed
-      (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). Other formats keep dbt-spark's reset.
+    - an existing Delta or Iceberg seed table is replaced in one commit with `create or replace
+      table`, never dropped. On Delta a drop deletes the table's folder file by file; a build
+      killed during it left files without a transaction log, and every later `create table` there
+      failed (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). On both, readers never find the seed
+      missing and the table keeps its history (an Iceberg table dropped and created is a new table
+      with a new UUID). Other formats keep dbt-spark's reset.
 -#}
 {% macro spark__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
     {%- if not full_refresh and _seed_is_loaded(old_relation, _seed_fingerprint(model)) -%}
         {{ log('seed ' ~ old_relation ~ ' is loaded from this file already; nothing to do', info=false) }}
         {{ return('') }}
     {%- endif -%}
-    {%- if not (old_relation and old_relation.is_delta) -%}
+    {%- if not (old_relation and (old_relation.is_delta or old_relation.is_iceberg)) -%}
         {{ return(dbt.spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
     {%- endif -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}
