@@ -187,16 +187,3 @@ def readable_commits(spark, table: str) -> list[Commit]:
         return commits
     older = [index for index, commit in enumerate(commits) if commit.committed_at <= cutoff]
     return commits[older[-1] :] if older else commits
-
-
-def set_current_version(spark, table: str, version: int) -> None:
-    """Make ``version`` (one of ``table_commits``' versions) the version readers of ``table`` see,
-    as a new commit: Delta ``RESTORE`` (``DeltaTable.restoreToVersion``: a commit that adds and
-    removes files back to that version's; its files must not have been vacuumed); Iceberg
-    ``set_current_snapshot`` (a metadata change, any retained snapshot, an ancestor or not)."""
-    if session_format(spark) == DELTA:
-        from delta.tables import DeltaTable
-
-        DeltaTable.forName(spark, table).restoreToVersion(version)
-    else:
-        spark.sql(f"call spark_catalog.system.set_current_snapshot(table => '{table}', snapshot_id => {int(version)})")
