@@ -165,6 +165,9 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     assert set(after) == set(commits)
     changed = sorted(t for t in after if t not in rebuilt and after[t] != commits[t])
     assert changed == [], f"an idle build committed to {changed}"
+    # Rebuilt in place (create or replace), on both formats: their earlier commits stay.
+    dropped = sorted(t for t in rebuilt if after[t][: len(commits[t])] != commits[t])
+    assert dropped == [], f"dropped and created again: {dropped}"
 
 
 SEED = "payledger_reference.payment_event_types"
