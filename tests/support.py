@@ -290,27 +290,25 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
     tables = set(project_tables(spark))
     if not saved.tables <= tables:
         return False
-    if session_format(spark) == DELTA:
-        if not all((copy[0] / "_delta_log").is_dir() for copy in saved.copies.values()):
-            return False
-        for table in tables - saved.tables:
-            spark.sql(f"drop table if exists {table} purge")
-        for location, copy in saved.copies.values():
-            shutil.rmtree(location)
-            shutil.copytree(copy, location)
-        spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
-        spark.catalog.clearCache()
-        return True
-    loaded = {table: _iceberg_table(spark, table) for table in saved.heads}
-    for table, (uuid, snapshot_id) in saved.heads.items():
-        if loaded[table].uuid().toString() != uuid or loaded[table].snapshot(snapshot_id) is None:
-            return False
+    delta = session_format(spark) == DELTA
+    loaded = {} if delta else {table: _iceberg_table(spark, table) for table in saved.heads}
+    copies_intact = all((location / "_delta_log").is_dir() for location, _ in saved.copies.values())
+    heads_intact = all(
+        loaded[table].uuid().toString() == uuid and loaded[table].snapshot(snapshot_id) is not None for table, (uuid, snapshot_id) in saved.heads.items()
+    )
+    if not (copies_intact and heads_intact):
+        return False
     for table in tables - saved.tables:
         spark.sql(f"drop table if exists {table} purge")
+    for location, copy in saved.copies.values():
+        shutil.rmtree(location)
+        shutil.copytree(copy, location)
     for table, (_, snapshot_id) in saved.heads.items():
         current = loaded[table].currentSnapshot()
         if current is None or current.snapshotId() != snapshot_id:
             loaded[table].manageSnapshots().setCurrentSnapshot(snapshot_id).commit()
+    if delta:
+        spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     spark.catalog.clearCache()
     return True
 
