@@ -28,8 +28,9 @@ def contents(spark, table: str, version: object | None = None) -> collections.Co
 
 
 def land_in_batches(dbt, warehouse, history: History, batches: int) -> None:
-    """A few merchants in two segments and ``batches`` builds of new events, so that the view and
-    the checkpoint are written by several merges (several files, deletes kept beside them)."""
+    """A few merchants in two segments and ``batches`` builds of new events: the first build writes
+    the view and the checkpoint, each later one merges into them (more files, deletes kept beside
+    them)."""
     history.land_merchants(warehouse, [merchant(f"m{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(12)])
     history.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
     for batch in range(batches):
@@ -46,7 +47,7 @@ def land_in_batches(dbt, warehouse, history: History, batches: int) -> None:
 
 def test_maintenance_keeps_every_row_and_the_retained_history_and_compacts_files_and_deletes(dbt, warehouse):
     history = History()
-    land_in_batches(dbt, warehouse, history, batches=3)
+    land_in_batches(dbt, warehouse, history, batches=2)
     spark = warehouse.spark
     tables = project_tables(spark)
     assert VIEW in tables and "payledger_raw.payment_events" in tables
