@@ -21,9 +21,9 @@ WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger-tests-"))
 os.environ["PAYLEDGER_HOME"] = str(ROOT)
 os.environ["PAYLEDGER_WAREHOUSE"] = str(WAREHOUSE / "warehouse")
 os.environ.setdefault("PAYLEDGER_DRIVER_MEMORY", "4g")
-# One shuffle partition, and one partition for Delta's log reads: six tiny Delta builds in one process
-# took 261 s and 279 s (431 and 466 CPU-seconds) in two runs, against 295 s and 312 s (496 and 509)
-# with 2; the two workers share two cores, so a second task per stage only waits.
+# One shuffle partition, and one partition for Delta's log reads: on the tests' tiny data a second
+# task per stage is only scheduling. Six tiny Delta builds in one process on the idle machine took
+# 261 s and 279 s (431 and 466 CPU-seconds) in two runs, against 295 s and 312 s (496 and 509) with 2.
 os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "1")
 # Tiny data: compiling generated code and adaptive re-planning cost more than they save.
 os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
