@@ -53,12 +53,8 @@ $(CLASS_ARCHIVE): $(JARS) $(STAMP) profiles/profiles.yml python_helpers/payledge
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo
 
-test: setup ## Run the whole suite on Delta, then the both_formats tests on Iceberg (shuffled; PYTEST_ARGS="-p randomly --randomly-seed=N" replays)
-	status=0; \
-	PAYLEDGER_FORMAT=delta $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 25 $(PYTEST_ARGS) || status=1; \
-	PAYLEDGER_FORMAT=iceberg PAYLEDGER_EXAMPLES=1 \
-		$(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 10 -m both_formats $(PYTEST_ARGS) || status=1; \
-	exit $$status
+test: setup ## Run the whole suite on Delta and the both_formats tests on Iceberg, in one session (shuffled; PYTEST_ARGS="-p randomly --randomly-seed=N" replays)
+	env -u PAYLEDGER_FORMAT -u PAYLEDGER_TEST_FORMATS $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 30 $(PYTEST_ARGS)
 
 soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
 	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
