@@ -1,6 +1,7 @@
 """Fixtures shared by the PayLedger test suite.
 
-One Spark session and one warehouse (in a temporary folder) serve the whole run; dbt runs in-process
+One Spark JVM and one warehouse (in a temporary folder) serve a worker's whole run, with one Spark
+session at a time, in the format of the test being run (``table_format``); dbt runs in-process
 through ``dbtRunner`` and reuses the session (dbt-spark's ``session`` method calls ``getOrCreate``).
 Tests that need an empty warehouse ask for the ``warehouse`` fixture, which drops every PayLedger
 schema first.

@@ -22,7 +22,8 @@ from tests.reference import EVENT_TYPES
 
 SOAK = os.environ.get("PAYLEDGER_SOAK") == "1"
 # `make test` (fixed seeds) and `make soak`: examples x lanes histories, each with BATCHES builds.
-# PAYLEDGER_EXAMPLES and PAYLEDGER_KILLS override the counts (make test's Iceberg run: 1 example).
+# PAYLEDGER_EXAMPLES and PAYLEDGER_KILLS override the counts (make test builds the first
+# PAYLEDGER_ICEBERG_EXAMPLES of them on Iceberg, default 1: tests/conftest.py).
 # Two examples of 14 lanes (28 histories, 6 builds) refresh each of the 4 incremental models once.
 EXAMPLES = int(os.environ.get("PAYLEDGER_EXAMPLES", 12 if SOAK else 2))
 LANES = 25 if SOAK else 14
