@@ -54,7 +54,7 @@ demo: setup ## Run the main job on the embedded default (generate, build, new ba
 	$(VENV)/bin/payledger demo
 
 test: setup ## Run the whole suite on Delta and the both_formats tests on Iceberg, in one session (shuffled; PYTEST_ARGS="-p randomly --randomly-seed=N" replays)
-	env -u PAYLEDGER_FORMAT -u PAYLEDGER_TEST_FORMATS $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --durations 30 $(PYTEST_ARGS)
+	env -u PAYLEDGER_FORMAT -u PAYLEDGER_TEST_FORMATS $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --no-loadscope-reorder --durations 30 $(PYTEST_ARGS)
 
 soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
 	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py

@@ -61,6 +61,7 @@ os.environ.setdefault("PAYLEDGER_FORMAT", FORMATS[0])
 # run builds them all): the format-neutral fold is the Delta run's to cover.
 ICEBERG_EXAMPLES = int(os.environ.get("PAYLEDGER_ICEBERG_EXAMPLES", "1"))
 
+from payledger.formats import session_format  # noqa: E402
 from payledger.warehouse import drop_project_schemas  # noqa: E402
 from tests.support import DbtProject, Landing  # noqa: E402
 
@@ -92,22 +93,23 @@ def pytest_collection_modifyitems(config, items) -> None:
         if item.get_closest_marker("xdist_group") is not None:
             item.add_marker(pytest.mark.xdist_group(_format_of(item)))  # xdist joins the names
     if len(FORMATS) > 1:
-        extra = [i for i in items if _format_of(i) == "iceberg" and i.callspec.params.get("example", 0) >= ICEBERG_EXAMPLES]
+        extra = [i for i in items if _format_of(i) == "iceberg" and i.callspec.params.get("example", -1) >= ICEBERG_EXAMPLES]
         if extra:
             config.hook.pytest_deselected(items=extra)
             items[:] = [i for i in items if i not in extra]
 
 
 class _Order:
-    """Runs the tests marked ``slow`` first, keeping pytest-randomly's shuffled order within each
-    group (its hook runs earlier): with two workers, a test of many minutes drawn near the end kept
-    one worker busy while the other had nothing left to run. Within each, Delta's tests come before
-    Iceberg's, so that a worker seldom switches its Spark session (a switch ends the module fixtures
-    built in the other format)."""
+    """Delta's tests, then Iceberg's, each with the tests marked ``slow`` first, keeping
+    pytest-randomly's shuffled order within each group (its hook runs earlier). `make test` runs
+    xdist with `--no-loadscope-reorder`, so the workers take the tests in this order: each worker
+    switches its Spark session once, from Delta to Iceberg (a switch ends the module fixtures built
+    in the other format), and no test of many minutes starts when the other worker has nothing
+    left to run (with two workers, one drawn near the end kept one busy alone)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items) -> None:
-        items.sort(key=lambda item: (item.get_closest_marker("slow") is None, FORMATS.index(_format_of(item))))
+        items.sort(key=lambda item: (FORMATS.index(_format_of(item)), item.get_closest_marker("slow") is None))
 
 
 def pytest_configure(config) -> None:
@@ -147,7 +149,7 @@ def spark(table_format):
     ``CHILD_JAVA_OPTIONS``. When a test of the other format needs Spark, pytest ends this fixture:
     the session stops (and Delta's cached table states are dropped), the JVM stays, and the next
     session starts in it."""
-    from payledger.spark import get_spark
+    from payledger.spark import get_spark, spark_conf
 
     if not CHILD_OPTIONS_ONLY:
         session = get_spark()
@@ -157,9 +159,16 @@ def spark(table_format):
             session = get_spark()
         finally:
             os.environ["PAYLEDGER_JAVA_OPTIONS"] = CHILD_JAVA_OPTIONS
+    assert session_format(session) == table_format, (session_format(session), table_format)
     yield session
-    session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    jvm = session._jvm
+    jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     session.stop()
+    # PySpark launched the JVM with the first session's settings as `--conf`, which Spark keeps as
+    # system properties, and a later session's SparkConf loads them: without this, an Iceberg
+    # session started after a Delta one would keep Delta's settings its profile does not name.
+    for key in set(spark_conf("local")) | set(spark_conf("iceberg")):
+        jvm.java.lang.System.clearProperty(key)
 
 
 @pytest.fixture(scope="session")
