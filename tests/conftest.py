@@ -50,7 +50,7 @@ CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_
 # test on Delta and the tests marked `both_formats` on Iceberg too (the `table_format` parameter):
 # a worker's JVM stays up when it switches, stopping one Spark session and starting the other, so
 # its Iceberg builds run on code the JIT compiled for its Delta builds (three tiny Iceberg builds:
-# 26.8/31.6/27.3 s after three Delta builds in the same JVM, 53.3/40.0/34.7 s in a new one), and
+# 28.5/27.6/30.3 s after three Delta builds in the same JVM, 53.3/40.0/34.7 s in a new one), and
 # the two formats' tests share one schedule. The choice is kept in PAYLEDGER_TEST_FORMATS, which
 # xdist's workers inherit (PAYLEDGER_FORMAT itself is set to each test's format as it runs).
 FORMATS = tuple(os.environ.setdefault("PAYLEDGER_TEST_FORMATS", os.environ.get("PAYLEDGER_FORMAT") or "delta,iceberg").split(","))
