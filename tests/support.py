@@ -21,6 +21,8 @@ from payledger.dbt import DbtInvocation, run_dbt
 from payledger.formats import DELTA, session_format
 from payledger.load import load_file
 from payledger.maintain import project_tables
+from payledger.publish import publication_path
+from payledger.spark import default_warehouse
 from payledger.warehouse import VIEW, drop_project_schemas
 from tests import reference
 
@@ -229,10 +231,12 @@ class SavedWarehouse:
     """A built state that later tests start from instead of building it again
     (``restore_warehouse``). Delta: a copy of every project table's folder (``copies``: table ->
     (its folder, the copy)); Iceberg: every table's identity and current snapshot (``heads``: table
-    -> (the table's UUID, the snapshot id))."""
+    -> (the table's UUID, the snapshot id)); the view's publication document as it was
+    (``publication``, its text; None when nothing was published)."""
 
     copies: dict[str, tuple[Path, Path]]
     heads: dict[str, tuple[str, int]]
+    publication: str | None = None
 
     @property
     def tables(self) -> set[str]:
@@ -256,6 +260,8 @@ def _iceberg_table(spark, table: str):
 def save_warehouse(spark, folder: Path) -> SavedWarehouse:
     """The warehouse's tables as they are now (``SavedWarehouse``); Delta's copies go to ``folder``."""
     tables = project_tables(spark)
+    published = publication_path(default_warehouse(), session_format(spark))
+    publication = published.read_text() if published.exists() else None
     if session_format(spark) == DELTA:
         copies = {}
         for table in tables:
@@ -263,12 +269,12 @@ def save_warehouse(spark, folder: Path) -> SavedWarehouse:
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(location, copy)
             copies[table] = (location, copy)
-        return SavedWarehouse(copies, {})
+        return SavedWarehouse(copies, {}, publication)
     heads = {}
     for table in tables:
         loaded = _iceberg_table(spark, table)
         heads[table] = (loaded.uuid().toString(), loaded.currentSnapshot().snapshotId())
-    return SavedWarehouse({}, heads)
+    return SavedWarehouse({}, heads, publication)
 
 
 def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
@@ -310,6 +316,12 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
     if delta:
         spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     spark.catalog.clearCache()
+    published = publication_path(default_warehouse(), session_format(spark))
+    if saved.publication is None:
+        published.unlink(missing_ok=True)
+    else:
+        published.parent.mkdir(parents=True, exist_ok=True)
+        published.write_text(saved.publication)
     return True
 
 

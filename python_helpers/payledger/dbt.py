@@ -19,6 +19,9 @@ class DbtInvocation:
     ``nodes[uid]`` is dbt's RunResult (``status``, ``execution_time`` in seconds, ``adapter_response``,
     ``message``). ``exception`` is set when dbt itself failed (for example a compilation error).
     ``messages`` holds what macros logged (dbt's ``JinjaLogInfo`` events), in order.
+    ``publication`` is the ``payledger.publish.Publication`` that holds the view's version after
+    this invocation audited it (new, or kept when the view did not change), or None when the
+    invocation audited nothing or failed.
     """
 
     args: tuple[str, ...]
@@ -27,6 +30,7 @@ class DbtInvocation:
     nodes: dict[str, Any]
     exception: BaseException | None
     messages: list[str]
+    publication: Any = None
 
     def logged_json(self, prefix: str) -> Any:
         """The JSON a macro logged as ``"<prefix> <json>"`` (the last such line); KeyError if none."""
@@ -72,6 +76,11 @@ def run_dbt(
     dbt-spark's ``session`` method reuses this process's SparkSession if one exists. ``on_event``
     receives every dbt event (``event.info.name`` is its type, e.g. ``NodeStart``). Never raises for
     a failed run: check ``success``.
+
+    Write-audit-publish: when the invocation ran the view's model and its reconciliation test on
+    this process's Spark session, the view's version is published if every node succeeded, and the
+    failure is recorded if not (``payledger.publish.publish_after``; ``publication`` says what was
+    published). Builds through the Thrift target run on the server's session: they publish nothing.
     """
     from dbt.cli.main import dbtRunner
     from dbt_common.invocation import get_invocation_id
@@ -96,4 +105,15 @@ def run_dbt(
     results = getattr(outcome.result, "results", None) or []
     # run-operation returns result entries without a node (RunResultOutput has unique_id instead).
     nodes = {(r.node.unique_id if hasattr(r, "node") else r.unique_id): r for r in results}
-    return DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception, messages)
+    invocation = DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception, messages)
+    from pyspark.sql import SparkSession
+
+    from payledger.publish import publish_after
+    from payledger.spark import default_warehouse, embedded_target
+
+    # dbt-spark's session method made (or reused) this process's session; dbt's threads may have
+    # made it, so the thread's active session may be unset.
+    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if spark is not None and embedded_target(args):
+        invocation.publication = publish_after(invocation, spark, default_warehouse())
+    return invocation

@@ -94,6 +94,10 @@ def scheduled_build(
                 invocation_id=build.invocation_id,
                 seconds=seconds,
                 failures=build.failures() or ([str(build.exception)] if build.exception else []),
+                # The view's version published after this build (payledger.publish: new, or kept
+                # when the build changed nothing), or null: a build whose tests fail, or that runs
+                # without the reconciliation test, publishes nothing.
+                published_version=build.publication.version if build.publication else None,
                 **counter.counts_since(mark).as_dict(),
             )
             code = 0 if freshness.success and build.success else 1

@@ -55,6 +55,13 @@ def default_target() -> str:
     return _render(_profile()["target"])
 
 
+def embedded_target(args: tuple[str, ...] = ()) -> bool:
+    """Whether the dbt target of a dbt command line ``args`` (its ``--target``, else
+    ``default_target()``) runs Spark in this process (dbt-spark's ``session`` method)."""
+    target = args[args.index("--target") + 1] if "--target" in args[:-1] else default_target()
+    return _profile()["outputs"][target].get("method") == "session"
+
+
 def spark_conf(target: str | None = None) -> dict[str, str]:
     """Return the Spark configuration of a dbt profile target as ``{key: value}`` strings.
 

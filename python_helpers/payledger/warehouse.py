@@ -26,8 +26,14 @@ def drop_project_schemas(spark) -> list[str]:
     """Drop every schema whose name starts with ``payledger`` with its views and tables (purged).
 
     Objects are dropped one by one (Iceberg's HiveCatalog refuses ``DROP ... CASCADE``). Returns the
-    schemas dropped. Destructive: snapshots' history goes too. Used by the demo, the benches and the tests only.
+    schemas dropped. Destructive: snapshots' history goes too, and so does the view's publication
+    (``payledger.publish``). Used by the demo, the benches and the tests only.
     """
+    from payledger.formats import session_format
+    from payledger.publish import forget
+    from payledger.spark import default_warehouse
+
+    forget(default_warehouse(), session_format(spark))
     relations = project_relations(spark)
     for name, objects in relations.items():
         for view in objects["views"]:

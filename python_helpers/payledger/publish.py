@@ -1,0 +1,256 @@
+"""Write-audit-publish: readers see only versions of the view that passed their build's tests.
+
+A build commits the view (one MERGE commit) before dbt's tests run on it. The version it committed
+is *published* only when the same dbt invocation ran the view's model and the reconciliation test
+(``assert_merchant_balance_current_reconciles``) and every node succeeded. Publication writes a
+small JSON document beside the tables, ``<warehouse>/published/<format>/merchant_balance_current.json``:
+
+- ``current``: the published version (``table_format``, the table folder ``location``, ``version``:
+  the Delta table version or the Iceberg snapshot id, ``metadata_file``: Iceberg's metadata file of
+  that snapshot, null on Delta), the build's ``invocation_id``, the version's ``source_watermark``
+  (max ingest_seq folded into it) and ``published_at`` (UTC, ISO 8601);
+- ``previous``: the publications before it, newest first, at most ``KEEP - 1``;
+- ``last_failed_build``: the latest invocation that ran the view or its reconciliation and failed
+  (``invocation_id``, ``failed_at``, ``failures``: dbt's messages), or null. It published nothing.
+
+The document is replaced whole (a temporary file in the same folder, flushed and fsynced, then
+``os.replace``), so a reader finds the old document or the new one, never a mix. Readers open the
+published version from the table's own files, without Spark or the metastore
+(``read_published_view``: ``deltalake`` for Delta, ``pyiceberg`` for Iceberg).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from payledger.warehouse import VIEW
+
+#: Publications kept in the document: the current one and the ones before it.
+KEEP = 10
+#: The nodes whose success in one invocation makes the view's version published.
+VIEW_NODE = "model.payledger.merchant_balance_current"
+RECONCILIATION_NODE = "test.payledger.assert_merchant_balance_current_reconciles"
+#: The view's columns a published read returns.
+VIEW_COLUMNS = (
+    "merchant_id",
+    "currency",
+    "available_balance",
+    "pending_balance",
+    "reserve_hold",
+    "last_event_time",
+    "source_watermark",
+    "policy_observed_at",
+)
+
+
+class PublicationError(RuntimeError):
+    """The publication document is unreadable, or a published version cannot be opened."""
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One published version of the view (see the module docstring for the fields)."""
+
+    table_format: str
+    location: str
+    version: int
+    metadata_file: str | None
+    invocation_id: str
+    source_watermark: int | None
+    published_at: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Publication:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass
+class PublicationDocument:
+    """The whole document: ``current`` (None before the first publication), ``previous`` (newest
+    first) and ``last_failed_build`` (a dict, or None)."""
+
+    current: Publication | None = None
+    previous: list[Publication] = field(default_factory=list)
+    last_failed_build: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "view": VIEW,
+            "current": asdict(self.current) if self.current else None,
+            "previous": [asdict(p) for p in self.previous],
+            "last_failed_build": self.last_failed_build,
+        }
+
+    def failed_since_published(self) -> bool:
+        """Whether a build failed after the current publication (or before any)."""
+        if self.last_failed_build is None:
+            return False
+        return self.current is None or self.last_failed_build["failed_at"] > self.current.published_at
+
+
+def publication_path(warehouse: Path, table_format: str) -> Path:
+    """``<warehouse>/published/<table_format>/merchant_balance_current.json``."""
+    return Path(warehouse) / "published" / table_format / f"{VIEW.split('.')[-1]}.json"
+
+
+def read_document(warehouse: Path, table_format: str) -> PublicationDocument:
+    """The publication document of ``warehouse`` in ``table_format``; an empty one when nothing was
+    published or failed yet. Raises ``PublicationError`` when the file exists but is not a
+    publication document."""
+    path = publication_path(warehouse, table_format)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return PublicationDocument()
+    except (OSError, ValueError) as error:
+        raise PublicationError(f"{path} is not a readable publication document: {error}") from error
+    try:
+        return PublicationDocument(
+            Publication.from_dict(data["current"]) if data.get("current") else None,
+            [Publication.from_dict(p) for p in data.get("previous", [])],
+            data.get("last_failed_build"),
+        )
+    except (TypeError, KeyError, AttributeError) as error:
+        raise PublicationError(f"{path} is not a publication document: {error}") from error
+
+
+def write_document(warehouse: Path, table_format: str, document: PublicationDocument) -> Path:
+    """Replace the publication document atomically: a temporary file in the same folder, flushed
+    and fsynced, renamed over the old one (``os.replace``), then the folder fsynced. Returns its
+    path."""
+    path = publication_path(warehouse, table_format)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w") as handle:
+        json.dump(document.as_dict(), handle, indent=1, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    return path
+
+
+def record_publication(warehouse: Path, publication: Publication) -> PublicationDocument:
+    """Make ``publication`` the current one; the one before it moves to ``previous`` (at most
+    ``KEEP - 1`` kept). Returns the document written."""
+    document = read_document(warehouse, publication.table_format)
+    if document.current is not None:
+        document.previous = [document.current, *document.previous][: KEEP - 1]
+    document.current = publication
+    write_document(warehouse, publication.table_format, document)
+    return document
+
+
+def record_failed_build(warehouse: Path, table_format: str, invocation_id: str, failures: list[str]) -> PublicationDocument:
+    """Note a build that failed and published nothing; the current publication stays."""
+    document = read_document(warehouse, table_format)
+    document.last_failed_build = {"invocation_id": invocation_id, "failed_at": _now(), "failures": failures[:20]}
+    write_document(warehouse, table_format, document)
+    return document
+
+
+def forget(warehouse: Path, table_format: str) -> None:
+    """Remove the publication document (the view it points at was dropped)."""
+    publication_path(warehouse, table_format).unlink(missing_ok=True)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def committed_version(spark, table_format: str) -> tuple[str, int, str | None]:
+    """The view's table folder, its current version (Delta table version, Iceberg snapshot id) and,
+    on Iceberg, the metadata file of that snapshot. Source: Delta: the catalog's location of
+    ``VIEW`` and its log (``deltalake``); Iceberg: the table as its catalog loads it now (Iceberg's
+    Java API: ``currentSnapshot``, ``operations().current().metadataFileLocation()``; no Spark job).
+    """
+    if table_format == "delta":
+        from deltalake import DeltaTable
+
+        location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
+        folder = urlparse(location).path
+        return folder, DeltaTable(folder).version(), None
+    table = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, VIEW)
+    table.refresh()
+    metadata = table.operations().current()
+    return urlparse(table.location()).path, int(table.currentSnapshot().snapshotId()), urlparse(metadata.metadataFileLocation()).path
+
+
+def read_published_view(publication: Publication, merchant_id: str | None = None):
+    """The rows of the published version (``VIEW_COLUMNS``), as a ``pyarrow.Table``, read from the
+    table's files without Spark or the metastore: Delta through ``deltalake`` (its SQL engine reads
+    deletion vectors), Iceberg through ``pyiceberg`` (from the publication's metadata file, position
+    deletes applied). ``merchant_id`` filters to one merchant (``ValueError`` unless it matches
+    ``history.MERCHANT_PATTERN``). Amounts are ``decimal128(18, 2)`` in the currency's major unit.
+    Raises ``PublicationError`` when the version cannot be opened (for example removed by
+    retention)."""
+    import pyarrow as pa
+
+    columns = ", ".join(VIEW_COLUMNS)
+    where = "" if merchant_id is None else f" where merchant_id = '{_checked(merchant_id)}'"
+    try:
+        if publication.table_format == "delta":
+            from deltalake import DeltaTable, QueryBuilder
+
+            table = DeltaTable(publication.location, version=publication.version)
+            return pa.table(QueryBuilder().register("v", table).execute(f"select {columns} from v{where}").read_all())
+        from pyiceberg.expressions import AlwaysTrue, EqualTo
+        from pyiceberg.table import StaticTable
+
+        table = StaticTable.from_metadata(publication.metadata_file)
+        row_filter = AlwaysTrue() if merchant_id is None else EqualTo("merchant_id", merchant_id)
+        return table.scan(row_filter=row_filter, selected_fields=VIEW_COLUMNS, snapshot_id=publication.version).to_arrow()
+    except Exception as error:  # deltalake and pyiceberg raise their own error types
+        raise PublicationError(f"cannot read version {publication.version} of {VIEW} at {publication.location}: {error}") from error
+
+
+def _checked(merchant_id: str) -> str:
+    from payledger.history import MERCHANT_PATTERN
+
+    if not MERCHANT_PATTERN.fullmatch(merchant_id):
+        raise ValueError(f"merchant id must match {MERCHANT_PATTERN.pattern}: {merchant_id!r}")
+    return merchant_id
+
+
+def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
+    """Publish what a dbt invocation wrote, if it was audited: it ran the view's model and the
+    reconciliation test, and every node succeeded. Then the view's current version becomes the
+    published one (unless it already is). A failed invocation that ran either node is recorded as
+    ``last_failed_build`` and publishes nothing. Returns the publication that holds the audited
+    version (new, or the current one when the build changed nothing), or None when nothing was
+    audited.
+
+    ``invocation``: a ``payledger.dbt.DbtInvocation``; ``spark``: the session dbt built with.
+    """
+    from payledger.formats import session_format
+
+    ran = set(invocation.nodes)
+    if VIEW_NODE not in ran and RECONCILIATION_NODE not in ran:
+        return None
+    table_format = session_format(spark)
+    if not invocation.success:
+        record_failed_build(warehouse, table_format, invocation.invocation_id, invocation.failures() or [str(invocation.exception)])
+        return None
+    if not (VIEW_NODE in ran and RECONCILIATION_NODE in ran):
+        return None
+    location, version, metadata_file = committed_version(spark, table_format)
+    current = read_document(warehouse, table_format).current
+    if current is not None and (current.location, current.version) == (location, version):
+        return current  # the build changed nothing: its version is published already
+    publication = Publication(table_format, location, version, metadata_file, invocation.invocation_id, None, _now())
+    rows = read_published_view(publication)  # a version the readers cannot open is not published
+    marks = [mark for mark in rows.column("source_watermark").to_pylist() if mark is not None]
+    publication = Publication(**{**asdict(publication), "source_watermark": max(marks) if marks else None})
+    record_publication(warehouse, publication)
+    return publication

@@ -1,0 +1,130 @@
+"""The publication document (``payledger.publish``): replaced whole, the last ``KEEP`` publications
+kept, failures recorded beside the current publication, and published Delta versions read without
+Spark. The integration tests read real builds' versions, deletion vectors and Iceberg included
+(``test_balance_history.py``, ``test_balance_view.py``)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from decimal import Decimal
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pytest
+
+from payledger import publish
+from payledger.publish import KEEP, Publication, PublicationError, read_document, record_failed_build, record_publication
+
+
+def publication(version: int, build: str = "b", location: str = "/nowhere", when: str = "2026-11-26T10:00:00.000000+00:00") -> Publication:
+    return Publication("delta", location, version, None, f"{build}{version}", 7, when)
+
+
+def test_nothing_published_reads_as_an_empty_document(tmp_path):
+    document = read_document(tmp_path, "delta")
+    assert document.current is None and document.previous == [] and not document.failed_since_published()
+
+
+def test_each_publication_becomes_current_and_the_last_ones_are_kept_newest_first(tmp_path):
+    for version in range(KEEP + 3):
+        record_publication(tmp_path, publication(version))
+    document = read_document(tmp_path, "delta")
+    assert document.current.version == KEEP + 2
+    assert [p.version for p in document.previous] == list(range(KEEP + 1, 2, -1))
+    assert len(document.previous) == KEEP - 1
+    # Each format has its own document.
+    assert read_document(tmp_path, "iceberg").current is None
+
+
+def test_a_failed_build_keeps_the_publication_and_is_reported_until_the_next_one(tmp_path):
+    record_publication(tmp_path, publication(1, when="2026-11-26T10:00:00.000000+00:00"))
+    failed = record_failed_build(tmp_path, "delta", "bad-build", ["test.payledger.assert_merchant_balance_current_reconciles: fail"])
+    assert failed.current.version == 1 and failed.failed_since_published()
+    assert read_document(tmp_path, "delta").last_failed_build["invocation_id"] == "bad-build"
+    later = publication(2, when="2999-01-01T00:00:00.000000+00:00")
+    assert not record_publication(tmp_path, later).failed_since_published()
+
+
+def test_the_document_is_replaced_whole_while_readers_read_it(tmp_path):
+    """Readers polling the document while it is rewritten never see a partial file."""
+    record_publication(tmp_path, publication(0))
+    stop, seen, errors = threading.Event(), set(), []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                seen.add(read_document(tmp_path, "delta").current.version)
+            except PublicationError as error:
+                errors.append(error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for version in range(1, 300):
+        record_publication(tmp_path, publication(version))
+    stop.set()
+    reader.join()
+    assert errors == []
+    assert len(seen) > 1, "the reader never saw a new version"
+    assert not list(publish.publication_path(tmp_path, "delta").parent.glob(".*.tmp")), "temporary files left behind"
+
+
+def test_an_unreadable_document_is_an_error_naming_the_file(tmp_path):
+    path = publish.publication_path(tmp_path, "delta")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"current": {"version": ')
+    with pytest.raises(PublicationError, match=str(path)):
+        read_document(tmp_path, "delta")
+    path.write_text(json.dumps({"current": {"no_such_field": 1}}))
+    with pytest.raises(PublicationError, match="not a publication document"):
+        read_document(tmp_path, "delta")
+
+
+def view_rows(pending: str) -> pa.Table:
+    return pa.table(
+        {
+            "merchant_id": ["m1", "m2"],
+            "currency": ["USD", "EUR"],
+            "available_balance": pa.array([Decimal("1.00"), Decimal("2.50")], pa.decimal128(18, 2)),
+            "pending_balance": pa.array([Decimal(pending), Decimal("0.00")], pa.decimal128(18, 2)),
+            "reserve_hold": pa.array([Decimal("0.10"), Decimal("0.00")], pa.decimal128(18, 2)),
+            "last_event_time": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+            "source_watermark": pa.array([3, 5], pa.int64()),
+            "policy_observed_at": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def test_a_published_delta_version_is_read_as_committed_without_spark(tmp_path):
+    from deltalake import write_deltalake
+
+    table = tmp_path / "view"
+    write_deltalake(str(table), view_rows("4.00"))
+    write_deltalake(str(table), view_rows("9.00"), mode="overwrite")
+    first = Publication("delta", str(table), 0, None, "b0", 5, "2026-11-26T10:00:00.000000+00:00")
+    rows = {r["merchant_id"]: r for r in publish.read_published_view(first).to_pylist()}
+    assert rows["m1"]["pending_balance"] == Decimal("4.00") and rows["m2"]["available_balance"] == Decimal("2.50")
+    later = Publication(**{**first.__dict__, "version": 1})
+    assert [r["pending_balance"] for r in publish.read_published_view(later, "m1").to_pylist()] == [Decimal("9.00")]
+    with pytest.raises(ValueError, match="merchant id"):
+        publish.read_published_view(later, "m1' or '1'='1")
+    with pytest.raises(PublicationError, match="version 7"):
+        publish.read_published_view(Publication(**{**first.__dict__, "version": 7}))
+
+
+def test_only_an_invocation_that_ran_the_view_and_its_reconciliation_publishes(tmp_path, monkeypatch):
+    """``publish_after``'s decision, before it asks Spark for the version: invocations that ran
+    neither node change nothing; a failure of either is recorded; a success without the
+    reconciliation publishes nothing."""
+    monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
+    spark = SimpleNamespace()  # never asked: each case returns before reading the view
+
+    def invocation(success: bool, *nodes: str):
+        return SimpleNamespace(success=success, nodes=dict.fromkeys(nodes), invocation_id="i", failures=lambda: ["x: fail"], exception=None)
+
+    assert publish.publish_after(invocation(False, "model.payledger.stg_payledger__merchants"), spark, tmp_path) is None
+    assert read_document(tmp_path, "delta").last_failed_build is None
+    assert publish.publish_after(invocation(True, publish.VIEW_NODE), spark, tmp_path) is None
+    assert publish.publish_after(invocation(False, publish.VIEW_NODE, publish.RECONCILIATION_NODE), spark, tmp_path) is None
+    assert read_document(tmp_path, "delta").last_failed_build["failures"] == ["x: fail"]
+    assert read_document(tmp_path, "delta").current is None
