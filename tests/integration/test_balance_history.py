@@ -13,6 +13,7 @@ import sys
 import time
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +21,7 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
-from payledger.spark import spark_conf
+from payledger.publish import read_document
 from payledger.warehouse import VIEW
 from tests import reference
 from tests.processes import Process
@@ -81,91 +82,97 @@ def three_builds(dbt, warehouse, after_first) -> tuple[list[str], list[History]]
 
 
 READER = """
-import json, os, sys, time
+import json, sys, time
 from pathlib import Path
-from pyspark.sql import SparkSession
-fmt, location, jars, out, stop = sys.argv[1:6]
-builder = SparkSession.builder.master("local[1]").config("spark.driver.extraClassPath", jars).config("spark.ui.enabled", "false")
-builder = builder.config("spark.driver.extraJavaOptions", os.environ.get("PAYLEDGER_JAVA_OPTIONS", ""))
-builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")
-if fmt == "delta":
-    builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-    builder = builder.config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-spark = builder.getOrCreate()
+from urllib.parse import urlparse
+from payledger.publish import Publication, read_document, read_published_view
+fmt, location, warehouse, out, stop = sys.argv[1:6]
+table = Path(location)
+log = table / ("_delta_log" if fmt == "delta" else "metadata")
 print("reader ready", flush=True)
 
 
-table = Path(location.removeprefix("file:"))
-log = table / ("_delta_log" if fmt == "delta" else "metadata")
-
-
-def committed_view():
+def committed_version():
+    # The table's latest commit, read from its folder: Delta's log, or Iceberg's most recently
+    # written metadata file (by write time, not by the version in its name: the test warehouse's
+    # DROP TABLE ... PURGE of an earlier test's table at the same location can leave metadata files
+    # with higher versions).
     if fmt == "delta":
-        return spark.read.format("delta").load(location)
-    # The most recently written metadata file: a whole table state (Iceberg writes one per commit).
-    # By write time, not by the version in its name: the test warehouse's DROP TABLE ... PURGE of
-    # an earlier test's table at the same location can leave metadata files with higher versions.
+        from deltalake import DeltaTable
+
+        return Publication(fmt, location, DeltaTable(location).version(), None, "", None, "")
+    from pyiceberg.table import StaticTable
+
     files = sorted(log.glob("*.metadata.json"), key=lambda p: (p.stat().st_mtime_ns, int(p.name.split("-")[0])))
-    return spark.read.format("iceberg").load(str(files[-1]))
+    snapshot = StaticTable.from_metadata(str(files[-1])).metadata.current_snapshot_id
+    return Publication(fmt, location, snapshot, str(files[-1]), "", None, "")
 
 
-# The view changes only by a commit, which adds a file to the table's log (Delta) or metadata
-# folder (Iceberg): the reader lists that folder every 0.3 s and reads the view when it changed.
-# Before, it read the view every 0.3 s, a Spark query beside the builds the whole time.
+def state(version):
+    rows = read_published_view(version).to_pylist()
+    return sorted([r["merchant_id"], r["currency"], str(r["available_balance"]), str(r["pending_balance"]), str(r["reserve_hold"])] for r in rows)
+
+
+# Two readers in one loop, neither through Spark or the metastore: the view's latest commit (its
+# log or metadata folder, listed every 0.1 s, read when it changed) and its published version
+# (the publication document, read when it changed).
 seen = failures = 0
-listed = None
+listed = published = None
 with open(out, "w") as handle:
     while not Path(stop).exists():
         listing = sorted(p.name for p in log.iterdir())
-        if listing == listed:
-            time.sleep(0.3)
-            continue
-        try:
-            rows = committed_view().select("merchant_id", "currency", "available_balance", "pending_balance", "reserve_hold").collect()
-        except Exception as error:
-            # Iceberg writes a metadata file in place, and its catalog commits it only afterwards:
-            # one still being written does not parse yet. Read again; give up after many failures.
-            # A Delta commit is one log file, renamed into place: any failure there is real.
-            failures += 1
-            print(f"reader retry {failures}: {str(error).splitlines()[0][:300]}", flush=True)
-            if fmt == "delta" or failures > 50:
-                raise
-            time.sleep(0.2)
-            continue
-        handle.write(json.dumps(sorted([r[0], r[1], str(r[2]), str(r[3]), str(r[4])] for r in rows)) + "\\n")
+        if listing != listed:
+            try:
+                handle.write(json.dumps({"kind": "committed", "state": state(committed_version())}) + "\\n")
+                listed = listing
+                seen += 1
+            except Exception as error:
+                # Iceberg writes a metadata file in place, and its catalog commits it only
+                # afterwards: one still being written does not parse yet. Read again; give up after
+                # many failures. A Delta commit is one log file, renamed into place: any failure
+                # there is real.
+                failures += 1
+                print(f"reader retry {failures}: {str(error).splitlines()[0][:300]}", flush=True)
+                if fmt == "delta" or failures > 50:
+                    raise
+        current = read_document(Path(warehouse), fmt).current
+        if current is not None and current != published:
+            handle.write(json.dumps({"kind": "published", "build": current.invocation_id, "state": state(current)}) + "\\n")
+            published = current
         handle.flush()
-        seen += 1
-        listed = listing
+        time.sleep(0.1)
 print(f"reader done {seen}, {failures} retries", flush=True)
 """
 
 
 class CommittedStateReader:
-    """Another process that polls the view's committed state without the metastore (Derby keeps
-    it to one process): Delta reads the table's log, Iceberg its newest metadata file. Every state
-    read is one line of ``states.jsonl``: sorted [merchant_id, currency, available, pending,
-    reserve] rows."""
+    """Another process that polls the view without Spark or the metastore (Derby keeps it to one
+    process), through ``payledger.publish``'s readers: the latest commit (Delta's log with
+    ``deltalake``, Iceberg's newest metadata file with ``pyiceberg``) and the published version.
+    Every read is one line of ``states.jsonl``: ``kind`` (committed or published), ``state``
+    (sorted [merchant_id, currency, available, pending, reserve] rows) and, when published, the
+    ``build`` that published it."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.process: Process | None = None
 
-    def start(self, spark) -> None:
-        location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
-        jars = spark_conf()["spark.driver.extraClassPath"]
+    def start(self, spark, warehouse: Path) -> None:
+        location = urlparse(spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]).path
         script = self.folder / "reader.py"
         script.write_text(READER)
-        argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, jars, str(self.folder / "states.jsonl"), str(self.folder / "stop")]
+        out, stop = self.folder / "states.jsonl", self.folder / "stop"
+        argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, str(warehouse), str(out), str(stop)]
         self.process = Process(argv, dict(os.environ))
         assert self.process.wait_for("reader ready", timeout=180), self.process.lines[-20:]
-        time.sleep(2)
+        time.sleep(1)
 
-    def stop(self) -> list[list]:
-        """Stop the reader; the states it read, in order."""
+    def stop(self) -> list[dict]:
+        """Stop the reader; what it read, in order."""
         assert self.process is not None, "the reader never started"
         (self.folder / "stop").touch()
         code = self.process.finish(timeout=120)
-        assert code == 0, [line for line in self.process.lines if "retry" in line or "Exception" in line][:10]
+        assert code == 0, [line for line in self.process.lines if "retry" in line or "Error" in line][:10]
         return [json.loads(line) for line in (self.folder / "states.jsonl").read_text().splitlines()]
 
 
@@ -180,23 +187,34 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     # A reader in another process polls the view during builds 2 and 3 (new events, a policy
     # change) and a manual replay: every state it sees is the reference at a batch boundary.
     reader = CommittedStateReader(tmp_path)
-    ids, states = three_builds(dbt, warehouse, after_first=lambda: reader.start(spark))
+    ids, states = three_builds(dbt, warehouse, after_first=lambda: reader.start(spark, warehouse.warehouse))
     try:
         replay = dbt.scenario_build("--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "retail", "replay_from": "2026-02-01"}))
         time.sleep(3)
     finally:
         observed = reader.stop()
     boundaries = [as_state(expected_balances(state)) for state in states]
-    assert observed, "the reader read nothing"
-    strays = [state for state in observed if state not in boundaries]
+    committed = [read["state"] for read in observed if read["kind"] == "committed"]
+    assert committed, "the reader read nothing"
+    strays = [state for state in committed if state not in boundaries]
     assert not strays, f"the reader saw {len(strays)} states that are no batch boundary, first: {strays[0]}"
-    distinct = {json.dumps(state) for state in observed}
+    distinct = {json.dumps(state) for state in committed}
     assert len(distinct) == len(boundaries), f"the reader saw {len(distinct)} of the {len(boundaries)} boundaries: it did not poll during the builds"
+    # Write-audit-publish: each build's tests passed, so each published its version, which holds
+    # the reference fold of exactly that build's inputs; the replay changed nothing, so published
+    # nothing new. (The reader started after build 1 had published.)
+    published = [(read["build"], read["state"]) for read in observed if read["kind"] == "published"]
+    assert published == list(zip(ids, boundaries, strict=True)), [build for build, _ in published]
 
     builds = {b.invocation_id: b for b in history.published_builds(spark)}
     assert list(builds) == [*ids, replay.invocation_id], f"the audit maps each build to a view version: {list(builds)} vs {ids}"
     # The replay changed no balance: it merged no row and its version is build 3's.
     assert builds[replay.invocation_id].view_version == builds[ids[-1]].view_version
+    # The publication document keeps each publication, newest first, with the version the audit
+    # recorded for that build.
+    document = read_document(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"])
+    kept = [document.current, *document.previous]
+    assert [(p.invocation_id, p.version) for p in kept] == [(i, builds[i].view_version) for i in reversed(ids)], kept
 
     # balance --build: each build's version holds exactly the reference fold of that build's inputs.
     for build_id, state in zip(ids, states, strict=True):

@@ -12,7 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from payledger.formats import Commit, table_commits
+from payledger.formats import Commit, session_format, table_commits
+from payledger.publish import read_document, read_published_view
 from payledger.warehouse import VIEW
 from tests.support import BuiltState, History, Landing, event, merchant, policy, view_rows
 
@@ -255,17 +256,29 @@ def mart_examples(manifest: dict) -> dict[str, list[str]]:
 
 
 @BASE
-def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong(dbt, base):
+def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong_and_nothing_is_published(dbt, base):
     warehouse = base
+    published = read_document(warehouse.warehouse, session_format(warehouse.spark))
+    assert published.current is not None, "the base's build passed its tests: its version is published"
+    served = read_published_view(published.current).to_pylist()
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
 
-    result = dbt("test", "--select", "assert_merchant_balance_current_reconciles", check=False)
+    # The view's model and its tests, as a scheduled build runs them: the model commits nothing
+    # new, the reconciliation fails on the corrupted row.
+    result = dbt("build", "--select", "merchant_balance_current", check=False)
     assert not result.success
     assert result.status("assert_merchant_balance_current_reconciles") == "fail"
     failures = warehouse.rows("select * from payledger_audit.merchant_balance_reconciliation_failures")
     assert [(f["merchant_id"], f["currency"], f["view_pending_balance"], f["replayed_pending_balance"]) for f in failures] == [
         ("m2", "USD", Decimal("8.00"), Decimal("7.00"))
     ]
+    # Write-audit-publish: readers keep the version that passed; the failure is on record.
+    assert result.publication is None
+    after = read_document(warehouse.warehouse, session_format(warehouse.spark))
+    assert after.current == published.current
+    assert read_published_view(after.current).to_pylist() == served
+    assert after.failed_since_published() and after.last_failed_build["invocation_id"] == result.invocation_id
+    assert any("assert_merchant_balance_current_reconciles" in line for line in after.last_failed_build["failures"])
 
 
 @BASE

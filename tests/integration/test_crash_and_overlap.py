@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import signal
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from payledger.publish import read_document, read_published_view
 from tests import histories
 from tests.processes import SEGMENTS, Harness, Process, new_events, small_history, typed_view
 from tests.support import History, policy
@@ -32,10 +34,21 @@ from tests.support import History, policy
 pytestmark = pytest.mark.integration
 
 
-def assert_recovered(history: History, report: dict, kept: dict) -> dict:
-    """The re-run built, the view and rejects equal the reference, snapshot history only grew."""
+def published_balances(harness: Harness) -> dict[tuple[str, str], tuple]:
+    """The balances of the harness warehouse's published version, read without Spark."""
+    document = read_document(Path(harness.env["PAYLEDGER_WAREHOUSE"]), os.environ["PAYLEDGER_FORMAT"])
+    assert document.current is not None, "nothing published"
+    rows = read_published_view(document.current).to_pylist()
+    return {(r["merchant_id"], r["currency"]): (r["available_balance"], r["pending_balance"], r["reserve_hold"]) for r in rows}
+
+
+def assert_recovered(history: History, report: dict, kept: dict, harness: Harness) -> dict:
+    """The re-run built, the view and rejects equal the reference, snapshot history only grew, and
+    the re-run (its tests passed) published the view it reported."""
     assert report["build_ok"], report["failures"]
-    history.assert_matches(typed_view(report), {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
+    view = typed_view(report)
+    assert published_balances(harness) == {key: (r["available_balance"], r["pending_balance"], r["reserve_hold"]) for key, r in view.items()}
+    history.assert_matches(view, {int(r["ingest_seq"]): r["rejection_reason"] for r in report["rejects"]})
     versions = {(table, row["dbt_scd_id"]): row for table, rows in report["snapshots"].items() for row in rows}
     for key, old in kept.items():
         assert key in versions, f"snapshot version lost after a crash: {key}"
@@ -51,7 +64,8 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     rng = random.Random(20261122)
     harness = Harness(tmp_path)
     history = small_history(harness.landing, rng, count=200)
-    kept = assert_recovered(history, harness.verify(*harness.landing.take()), {})
+    kept = assert_recovered(history, harness.verify(*harness.landing.take()), {}, harness)
+    published = published_balances(harness)
 
     # Kill moments are uniform over [0, window) after the build starts; the window grows to the
     # longest build seen to complete, so kills cover the whole build, start to commit.
@@ -71,12 +85,16 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
             time.sleep(rng.uniform(0, window))
             if process.kill() and "BUILT" not in process.lines and "BUILD-FAILED" not in process.lines:
                 kills.append({"round": round_no, "cause": cause, "attempt": attempt})
+                # Builds without tests publish nothing, killed or not: readers keep the last
+                # audited version.
+                assert published_balances(harness) == published
             else:
                 assert "BUILT" in process.lines, process.lines[-30:]
                 completed += 1
                 window = max(window, time.monotonic() - started)
         if round_no % 2 == 0 or len(kills) >= histories.KILLS:  # a normal re-run every second round
-            kept = assert_recovered(history, harness.verify(), kept)
+            kept = assert_recovered(history, harness.verify(), kept, harness)
+            published = published_balances(harness)
     print(f"crash: {len(kills)} kills mid-build over {round_no} rounds ({completed} builds completed before their kill)")
     assert {k["cause"] for k in kills} == {"new_events", "policy_change"}
 
@@ -124,6 +142,8 @@ def test_overlapping_scheduled_builds_run_one_at_a_time_and_the_warm_loop_stops_
     assert loop_events(1) == loop_events(2) == ["lock_acquired", "freshness", "build", "maintenance", "done"], records
     builds = [r for r in records if r["event"] == "build"]
     assert all(b["success"] and b["spark_jobs"] > 0 and b["sql_executions"] > 0 for b in builds), builds
+    # Each build passed its tests: each published the view's version (the idle ones kept it).
+    assert all(b["published_version"] is not None for b in builds), builds
     # The signal came during the third build: it finished, then the loop stopped before maintenance.
     assert loop_events(3) == ["lock_acquired", "freshness", "build", "stopped", "done"], records
     assert [r["before"] for r in records if r["event"] == "stopped"] == ["maintenance"], records
