@@ -67,6 +67,8 @@ class Publication:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Publication:
+        """A publication from its JSON object; ``KeyError`` when a field is missing (unknown
+        fields are ignored)."""
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
@@ -80,6 +82,7 @@ class PublicationDocument:
     last_failed_build: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The document as written: ``view``, ``current``, ``previous``, ``last_failed_build``."""
         return {
             "view": VIEW,
             "current": asdict(self.current) if self.current else None,
