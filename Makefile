@@ -9,12 +9,13 @@ STAMP := $(VENV)/.payledger-installed
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
 export PAYLEDGER_HOME := $(CURDIR)
 
-.PHONY: help setup demo test soak lint docs thrift bench bench-aging maintain clean
+.PHONY: help setup demo test soak lint docs thrift serve bench bench-aging maintain clean
 
 PYTEST_ARGS ?=
 # The table format of soak and bench runs (make test runs both formats).
 FORMAT ?= delta
 DOCS_PORT ?= 8080
+SERVE_PORT ?= 8000
 DOCS_TARGET ?= target
 EVENTS ?= 30000000
 MERCHANTS ?= 50000
@@ -69,6 +70,9 @@ docs: setup ## Generate the dbt docs site and serve it on http://127.0.0.1:8080 
 
 thrift: setup ## Start a Spark Thrift Server on 127.0.0.1:10000 for `dbt build --target thrift`
 	bash scripts/thrift_server.sh start
+
+serve: setup ## Serve the published balances of the default warehouse on http://127.0.0.1:8000 (SERVE_PORT; FORMAT=delta|iceberg)
+	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger serve --port $(SERVE_PORT)
 
 bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=50000 FORMAT=delta|iceberg); writes target/bench.json
 	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger bench --events $(EVENTS) --merchants $(MERCHANTS)

@@ -389,6 +389,25 @@ def _duration(value: str | None) -> float | None:
         raise click.BadParameter(str(error)) from None
 
 
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback only: the API has no keys yet).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+def serve_command(host: str, port: int) -> None:
+    """Serve the published balances over HTTP (FastAPI on uvicorn), without Spark: GET
+    /v1/merchants/{merchant_id}/balances[?currency=CUR][&as_of_build=ID], GET /v1/health, OpenAPI at
+    /docs. Reads the warehouse's publication ($PAYLEDGER_WAREHOUSE) in the default target's format,
+    and follows new publications as builds make them."""
+    from payledger.formats import target_format
+    from payledger.serve import check_host, serve
+    from payledger.spark import default_warehouse
+
+    try:
+        check_host(host)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--host") from None
+    serve(default_warehouse(), target_format(), host, port)
+
+
 @main.command("maintain")
 @RETENTION_OPTION
 @click.option(

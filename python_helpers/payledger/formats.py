@@ -37,6 +37,19 @@ def session_format(spark) -> str:
         raise FormatError(f"spark_catalog is {catalog or 'unset'!r}; expected Delta's DeltaCatalog or Iceberg's SparkCatalog") from None
 
 
+def target_format(target: str | None = None) -> str:
+    """``"delta"`` or ``"iceberg"``: the format of an embedded dbt target's tables (default: the
+    profile's default target), read from the ``spark_catalog`` its profile configures, without
+    starting Spark. Raises ``FormatError`` for a target without either catalog (``thrift``)."""
+    from payledger.spark import spark_conf
+
+    catalog = spark_conf(target).get("spark.sql.catalog.spark_catalog", "")
+    try:
+        return _CATALOG_CLASSES[catalog]
+    except KeyError:
+        raise FormatError(f"target {target or 'default'} configures no Delta or Iceberg spark_catalog") from None
+
+
 @dataclass(frozen=True)
 class Commit:
     """One commit of a table, in terms both formats share.

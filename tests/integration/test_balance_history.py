@@ -9,8 +9,10 @@ import datetime as dt
 import io
 import json
 import os
+import signal
 import sys
 import time
+import urllib.request
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,7 +26,7 @@ from payledger.maintain import maintain_tables
 from payledger.publish import read_document
 from payledger.warehouse import VIEW
 from tests import reference
-from tests.processes import Process
+from tests.processes import Process, executable, free_port
 from tests.support import History, event, merchant, policy
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
@@ -82,11 +84,10 @@ def three_builds(dbt, warehouse, after_first) -> tuple[list[str], list[History]]
 
 
 READER = """
-import json, sys, time
+import json, sys, time, urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 from payledger.publish import Publication, read_document, read_published_view
-fmt, location, warehouse, out, stop = sys.argv[1:6]
+fmt, location, warehouse, out, stop, api = sys.argv[1:7]
 table = Path(location)
 log = table / ("_delta_log" if fmt == "delta" else "metadata")
 print("reader ready", flush=True)
@@ -113,9 +114,17 @@ def state(version):
     return sorted([r["merchant_id"], r["currency"], str(r["available_balance"]), str(r["pending_balance"]), str(r["reserve_hold"])] for r in rows)
 
 
-# Two readers in one loop, neither through Spark or the metastore: the view's latest commit (its
-# log or metadata folder, listed every 0.1 s, read when it changed) and its published version
-# (the publication document, read when it changed).
+def served(merchant_id):
+    with urllib.request.urlopen(f"{api}/v1/merchants/{merchant_id}/balances", timeout=10) as response:
+        entries = json.load(response)["balances"]
+    builds = {e["published_by_build"] for e in entries}
+    rows = sorted([e["currency"], e["available"], e["pending"], e["reserve_hold"]] for e in entries)
+    return {"kind": "served", "merchant_id": merchant_id, "builds": sorted(builds), "rows": rows}
+
+
+# Three readers in one loop, none through Spark or the metastore: the view's latest commit (its
+# log or metadata folder, listed every 0.1 s, read when it changed), its published version (the
+# publication document, read when it changed) and `payledger serve`'s answer for each merchant.
 seen = failures = 0
 listed = published = None
 with open(out, "w") as handle:
@@ -139,6 +148,8 @@ with open(out, "w") as handle:
         if current is not None and current != published:
             handle.write(json.dumps({"kind": "published", "build": current.invocation_id, "state": state(current)}) + "\\n")
             published = current
+        for merchant_id in ("r1", "t1"):
+            handle.write(json.dumps(served(merchant_id)) + "\\n")
         handle.flush()
         time.sleep(0.1)
 print(f"reader done {seen}, {failures} retries", flush=True)
@@ -156,22 +167,41 @@ class CommittedStateReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.process: Process | None = None
+        self.server: Process | None = None
 
     def start(self, spark, warehouse: Path) -> None:
+        """Start ``payledger serve`` on the warehouse, then the reader."""
         location = urlparse(spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]).path
+        api = f"http://127.0.0.1:{free_port()}"
+        self.server = Process([executable("payledger"), "serve", "--port", api.rsplit(":", 1)[1]], {**os.environ, "PAYLEDGER_WAREHOUSE": str(warehouse)})
+        deadline = time.monotonic() + 120
+        while not self._health(api):
+            assert self.server.popen.poll() is None and time.monotonic() < deadline, self.server.lines[-20:]
+            time.sleep(0.2)
         script = self.folder / "reader.py"
         script.write_text(READER)
         out, stop = self.folder / "states.jsonl", self.folder / "stop"
-        argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, str(warehouse), str(out), str(stop)]
+        argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, str(warehouse), str(out), str(stop), api]
         self.process = Process(argv, dict(os.environ))
         assert self.process.wait_for("reader ready", timeout=180), self.process.lines[-20:]
         time.sleep(1)
 
+    @staticmethod
+    def _health(api: str) -> dict | None:
+        try:
+            with urllib.request.urlopen(f"{api}/v1/health", timeout=5) as response:
+                return json.load(response)
+        except OSError:
+            return None
+
     def stop(self) -> list[dict]:
-        """Stop the reader; what it read, in order."""
-        assert self.process is not None, "the reader never started"
+        """Stop the reader and the server; what the reader read, in order."""
+        assert self.process is not None and self.server is not None, "the reader never started"
         (self.folder / "stop").touch()
         code = self.process.finish(timeout=120)
+        self.server.popen.terminate()
+        # uvicorn shuts down on SIGTERM, then re-raises the signal: it ends by it.
+        assert self.server.finish(timeout=60) in (0, -signal.SIGTERM), self.server.lines[-20:]
         assert code == 0, [line for line in self.process.lines if "retry" in line or "Error" in line][:10]
         return [json.loads(line) for line in (self.folder / "states.jsonl").read_text().splitlines()]
 
@@ -205,6 +235,14 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     # nothing new. (The reader started after build 1 had published.)
     published = [(read["build"], read["state"]) for read in observed if read["kind"] == "published"]
     assert published == list(zip(ids, boundaries, strict=True)), [build for build, _ in published]
+    # payledger serve answered from exactly one published build each time, with that build's
+    # balances (decimal strings), and followed each publication.
+    answers = [read for read in observed if read["kind"] == "served"]
+    assert all(len(answer["builds"]) == 1 for answer in answers), [a for a in answers if len(a["builds"]) != 1][:3]
+    boundary_of = dict(zip(ids, boundaries, strict=True))
+    wrong = [a for a in answers if a["rows"] != [row[1:] for row in boundary_of[a["builds"][0]] if row[0] == a["merchant_id"]]]
+    assert not wrong, wrong[:3]
+    assert list(dict.fromkeys(a["builds"][0] for a in answers)) == ids, "the server did not follow every publication"
 
     builds = {b.invocation_id: b for b in history.published_builds(spark)}
     assert list(builds) == [*ids, replay.invocation_id], f"the audit maps each build to a view version: {list(builds)} vs {ids}"

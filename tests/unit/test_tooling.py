@@ -53,4 +53,4 @@ def test_make_help_lists_the_tasks():
     result = run("make", "help")
     assert result.returncode == 0, result.stderr
     listed = {line.split()[1] for line in result.stdout.splitlines() if line.strip().startswith("make ")}
-    assert {"setup", "demo", "test", "soak", "lint", "docs", "thrift", "bench", "clean"} <= listed, result.stdout
+    assert {"setup", "demo", "test", "soak", "lint", "docs", "thrift", "serve", "bench", "clean"} <= listed, result.stdout

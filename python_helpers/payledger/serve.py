@@ -1,0 +1,249 @@
+"""``payledger serve``: the published balances over HTTP, without Spark or the metastore.
+
+The server reads only published versions of the view (``payledger.publish``): on start and
+whenever the publication document changes, it reads the published version's rows from the table's
+files and builds an in-memory index (merchant_id -> that merchant's rows, amounts as decimal
+strings); then it swaps one reference to (document, index). A request takes that reference once, so
+a response never mixes two versions. ``as_of_build`` reads a kept publication (the document's
+``previous``) the same way, cached.
+
+Errors are JSON problem details (RFC 9457, ``application/problem+json``): 404 unknown merchant or
+build, 422 malformed merchant id, currency or build id, 410 a build whose version retention removed,
+503 before anything is published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import ipaddress
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from payledger.history import BUILD_PATTERN, CURRENCY_PATTERN, MERCHANT_PATTERN
+from payledger.publish import Publication, PublicationDocument, PublicationError, publication_path, read_document, read_published_view
+
+#: Seconds between two looks at the publication document.
+WATCH_INTERVAL_S = 0.5
+#: Indexes of earlier publications (``as_of_build``) kept in memory.
+CACHED_BUILDS = 3
+
+
+class Problem(Exception):
+    """An HTTP error answered as problem details: ``status``, ``title``, ``detail``."""
+
+    def __init__(self, status: int, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail = status, title, detail
+
+
+@dataclass(frozen=True)
+class BalanceIndex:
+    """One published version in memory: ``by_merchant[merchant_id]`` is the tuple of that merchant's
+    entries (one per currency, sorted by currency), each a dict of JSON-ready values (amounts as
+    decimal strings in the currency's major unit, times as ISO 8601 UTC)."""
+
+    publication: Publication
+    by_merchant: dict[str, tuple[dict[str, Any], ...]]
+
+    @classmethod
+    def load(cls, publication: Publication) -> BalanceIndex:
+        """Read ``publication``'s rows (``read_published_view``); ``PublicationError`` when they
+        cannot be read."""
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in read_published_view(publication).to_pylist():
+            grouped.setdefault(row["merchant_id"], []).append(_entry(row, publication))
+        return cls(publication, {merchant: tuple(sorted(rows, key=lambda r: r["currency"])) for merchant, rows in grouped.items()})
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC).isoformat()
+
+
+def _entry(row: dict[str, Any], publication: Publication) -> dict[str, Any]:
+    return {
+        "currency": row["currency"],
+        "available": str(row["available_balance"]),
+        "pending": str(row["pending_balance"]),
+        "reserve_hold": str(row["reserve_hold"]),
+        "last_event_time": _iso(row["last_event_time"]),
+        "source_watermark": row["source_watermark"],
+        "policy_observed_at": _iso(row["policy_observed_at"]),
+        "published_version": publication.version,
+        "published_by_build": publication.invocation_id,
+    }
+
+
+class PublishedBalances:
+    """The balances of one warehouse's published versions, kept current by ``refresh()``.
+
+    ``state`` is one tuple (the publication document, the current version's index or None), replaced
+    whole; readers take it once per request."""
+
+    def __init__(self, warehouse: Path, table_format: str) -> None:
+        self.warehouse, self.table_format = Path(warehouse), table_format
+        self.state: tuple[PublicationDocument, BalanceIndex | None] = (PublicationDocument(), None)
+        self._seen: tuple[int, int, int] | None = None
+        self._earlier: OrderedDict[str, BalanceIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def refresh(self) -> bool:
+        """Read the publication document if it changed (by inode, size and mtime: it is replaced by
+        rename) and swap in the new version's index. Returns whether the served version changed.
+        Raises ``PublicationError`` when the document or its version cannot be read; the served
+        state is then unchanged."""
+        try:
+            stat = publication_path(self.warehouse, self.table_format).stat()
+            seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        except FileNotFoundError:
+            seen = None
+        if seen == self._seen and seen is not None:
+            return False
+        document = read_document(self.warehouse, self.table_format)
+        index = self.state[1]
+        changed = document.current != (index.publication if index else None)
+        if changed:
+            index = BalanceIndex.load(document.current) if document.current else None
+        self.state, self._seen = (document, index), seen
+        return changed
+
+    def index_of_build(self, document: PublicationDocument, build: str) -> BalanceIndex:
+        """The index of the publication ``build`` made, among those ``document`` keeps. ``Problem``
+        404 when it keeps none of that build, 410 when the version can no longer be read."""
+        current = self.state[1]
+        if current is not None and current.publication.invocation_id == build:
+            return current
+        publication = next((p for p in [document.current, *document.previous] if p and p.invocation_id == build), None)
+        if publication is None:
+            kept = ", ".join(p.invocation_id for p in [document.current, *document.previous] if p)
+            raise Problem(404, "Unknown build", f"build {build} published no version that is kept; kept: {kept or 'none'}")
+        with self._lock:
+            if build in self._earlier:
+                self._earlier.move_to_end(build)
+                return self._earlier[build]
+        try:
+            index = BalanceIndex.load(publication)
+        except PublicationError as error:
+            raise Problem(410, "Build past retention", f"the version build {build} published can no longer be read: {error}") from error
+        with self._lock:
+            self._earlier[build] = index
+            while len(self._earlier) > CACHED_BUILDS:
+                self._earlier.popitem(last=False)
+        return index
+
+    def balances(self, merchant_id: str, currency: str | None = None, as_of_build: str | None = None) -> dict[str, Any]:
+        """The response of ``GET /v1/merchants/{merchant_id}/balances``; ``Problem`` on errors."""
+        if not MERCHANT_PATTERN.fullmatch(merchant_id):
+            raise Problem(422, "Malformed merchant id", f"merchant id must match {MERCHANT_PATTERN.pattern}")
+        if currency is not None and not CURRENCY_PATTERN.fullmatch(currency):
+            raise Problem(422, "Malformed currency", "currency must be an ISO 4217 code in capitals, e.g. USD")
+        if as_of_build is not None and not BUILD_PATTERN.fullmatch(as_of_build):
+            raise Problem(422, "Malformed build id", "as_of_build must be a dbt invocation id (a UUID)")
+        document, index = self.state
+        if index is None:
+            raise Problem(503, "Nothing published", "no build has published a version of the view yet")
+        if as_of_build is not None:
+            index = self.index_of_build(document, as_of_build)
+        entries = index.by_merchant.get(merchant_id, ())
+        if currency is not None:
+            entries = tuple(e for e in entries if e["currency"] == currency)
+        if not entries:
+            raise Problem(404, "Unknown merchant", f"no published balance for merchant {merchant_id}" + (f" in {currency}" if currency else ""))
+        return {"merchant_id": merchant_id, "balances": list(entries)}
+
+    def health(self, now: dt.datetime | None = None) -> dict[str, Any]:
+        """The response of ``GET /v1/health``: the published version, its build and age, its source
+        watermark, and whether a build failed after it (``last_failed_build``)."""
+        document, index = self.state
+        now = now or dt.datetime.now(dt.UTC)
+        current = index.publication if index else None
+        return {
+            "status": "ok" if current and not document.failed_since_published() else "degraded" if current else "unpublished",
+            "table_format": self.table_format,
+            "published_version": current.version if current else None,
+            "published_by_build": current.invocation_id if current else None,
+            "published_at": current.published_at if current else None,
+            "age_s": round((now - dt.datetime.fromisoformat(current.published_at)).total_seconds(), 3) if current else None,
+            "source_watermark": current.source_watermark if current else None,
+            "newer_build_failed": document.failed_since_published(),
+            "last_failed_build": document.last_failed_build,
+            "merchants": len(index.by_merchant) if index else 0,
+        }
+
+
+def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTERVAL_S):
+    """The ASGI application (FastAPI) over ``balances``; it refreshes them every
+    ``watch_interval_s`` seconds while it runs (a failed refresh keeps the served version)."""
+    from fastapi import FastAPI, Query, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app) -> AsyncIterator[None]:
+        with contextlib.suppress(PublicationError):
+            await asyncio.to_thread(balances.refresh)
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(watch_interval_s)
+                with contextlib.suppress(PublicationError):
+                    await asyncio.to_thread(balances.refresh)
+
+        task = asyncio.create_task(watch())
+        yield
+        task.cancel()
+
+    app = FastAPI(title="PayLedger balances", version="1", lifespan=lifespan, description=__doc__)
+
+    def problem(status: int, title: str, detail: str) -> JSONResponse:
+        body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        return JSONResponse(body, status_code=status, media_type="application/problem+json")
+
+    @app.exception_handler(Problem)
+    async def on_problem(_request: Request, error: Problem) -> JSONResponse:
+        return problem(error.status, error.title, error.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return problem(422, "Malformed request", "; ".join(str(e.get("msg")) for e in error.errors()))
+
+    @app.get("/v1/merchants/{merchant_id}/balances")
+    def merchant_balances(merchant_id: str, currency: str | None = Query(None), as_of_build: str | None = Query(None)) -> dict[str, Any]:
+        """One entry per currency of the merchant's balances in the published version (or the
+        version ``as_of_build`` published): decimal strings in the currency's major unit."""
+        return balances.balances(merchant_id, currency, as_of_build)
+
+    @app.get("/v1/health")
+    def health() -> dict[str, Any]:
+        """The published version, its build and age, and whether a newer build failed."""
+        return balances.health()
+
+    return app
+
+
+def check_host(host: str) -> None:
+    """Refuse (``ValueError``) to listen on anything but a loopback address: the API has no
+    authentication yet."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(f"refusing to listen on {host}: the balance API has no API keys yet, so it serves loopback (127.0.0.1) only")
+
+
+def serve(warehouse: Path, table_format: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the API with uvicorn until interrupted. ``ValueError`` for a non-loopback ``host``."""
+    import uvicorn
+
+    check_host(host)
+    uvicorn.run(create_app(PublishedBalances(warehouse, table_format)), host=host, port=port, log_level="info")
