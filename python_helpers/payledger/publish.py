@@ -229,8 +229,9 @@ def _checked(merchant_id: str) -> str:
 def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     """Publish what a dbt invocation wrote, if it was audited: it ran the view's model and the
     reconciliation test, and every node succeeded. Then the view's current version becomes the
-    published one (unless it already is). A failed invocation that ran either node is recorded as
-    ``last_failed_build`` and publishes nothing. Returns the publication that holds the audited
+    published one (unless it already is), once the readers can open it. A failed invocation that
+    ran either node, or a version the readers cannot open, is recorded as ``last_failed_build`` and
+    publishes nothing. Returns the publication that holds the audited
     version (new, or the current one when the build changed nothing), or None when nothing was
     audited.
 
@@ -252,7 +253,11 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     if current is not None and (current.location, current.version) == (location, version):
         return current  # the build changed nothing: its version is published already
     publication = Publication(table_format, location, version, metadata_file, invocation.invocation_id, None, _now())
-    rows = read_published_view(publication)  # a version the readers cannot open is not published
+    try:
+        rows = read_published_view(publication)
+    except PublicationError as error:  # a version the readers cannot open is not published
+        record_failed_build(warehouse, table_format, invocation.invocation_id, [f"publication: {error}"])
+        return None
     marks = [mark for mark in rows.column("source_watermark").to_pylist() if mark is not None]
     publication = Publication(**{**asdict(publication), "source_watermark": max(marks) if marks else None})
     record_publication(warehouse, publication)

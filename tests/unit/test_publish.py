@@ -128,3 +128,14 @@ def test_only_an_invocation_that_ran_the_view_and_its_reconciliation_publishes(t
     assert publish.publish_after(invocation(False, publish.VIEW_NODE, publish.RECONCILIATION_NODE), spark, tmp_path) is None
     assert read_document(tmp_path, "delta").last_failed_build["failures"] == ["x: fail"]
     assert read_document(tmp_path, "delta").current is None
+
+
+def test_an_audited_version_the_readers_cannot_open_is_not_published(tmp_path, monkeypatch):
+    """The build passed, but its version does not open without Spark: nothing is published and the
+    publication failure is on record."""
+    monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
+    monkeypatch.setattr(publish, "committed_version", lambda _spark, _format: (str(tmp_path / "missing"), 3, None))
+    audited = SimpleNamespace(success=True, nodes=dict.fromkeys([publish.VIEW_NODE, publish.RECONCILIATION_NODE]), invocation_id="i")
+    assert publish.publish_after(audited, SimpleNamespace(), tmp_path) is None
+    document = read_document(tmp_path, "delta")
+    assert document.current is None and document.last_failed_build["failures"][0].startswith("publication: cannot read version 3")
