@@ -227,7 +227,7 @@ def _checked(merchant_id: str) -> str:
 
 
 def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
-    """Publish what a dbt invocation wrote, if it was audited: it ran the view's model and the
+    """Publish what a ``dbt build`` wrote, if it was audited: it ran the view's model and the
     reconciliation test, and every node succeeded. Then the view's current version becomes the
     published one (unless it already is), once the readers can open it. A failed invocation that
     ran either node, or a version the readers cannot open, is recorded as ``last_failed_build`` and
@@ -240,8 +240,8 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     from payledger.formats import session_format
 
     ran = set(invocation.nodes)
-    if VIEW_NODE not in ran and RECONCILIATION_NODE not in ran:
-        return None
+    if invocation.args[:1] != ("build",) or (VIEW_NODE not in ran and RECONCILIATION_NODE not in ran):
+        return None  # only `dbt build` writes and audits (compile, for one, lists nodes it never ran)
     table_format = session_format(spark)
     if not invocation.success:
         record_failed_build(warehouse, table_format, invocation.invocation_id, invocation.failures() or [str(invocation.exception)])

@@ -120,11 +120,14 @@ def test_only_an_invocation_that_ran_the_view_and_its_reconciliation_publishes(t
     spark = SimpleNamespace()  # never asked: each case returns before reading the view
 
     def invocation(success: bool, *nodes: str):
-        return SimpleNamespace(success=success, nodes=dict.fromkeys(nodes), invocation_id="i", failures=lambda: ["x: fail"], exception=None)
+        return SimpleNamespace(args=("build",), success=success, nodes=dict.fromkeys(nodes), invocation_id="i", failures=lambda: ["x: fail"], exception=None)
 
     assert publish.publish_after(invocation(False, "model.payledger.stg_payledger__merchants"), spark, tmp_path) is None
     assert read_document(tmp_path, "delta").last_failed_build is None
     assert publish.publish_after(invocation(True, publish.VIEW_NODE), spark, tmp_path) is None
+    compiled = invocation(True, publish.VIEW_NODE, publish.RECONCILIATION_NODE)
+    compiled.args = ("compile",)
+    assert publish.publish_after(compiled, spark, tmp_path) is None  # compile lists nodes it never ran
     assert publish.publish_after(invocation(False, publish.VIEW_NODE, publish.RECONCILIATION_NODE), spark, tmp_path) is None
     assert read_document(tmp_path, "delta").last_failed_build["failures"] == ["x: fail"]
     assert read_document(tmp_path, "delta").current is None
@@ -135,7 +138,7 @@ def test_an_audited_version_the_readers_cannot_open_is_not_published(tmp_path, m
     publication failure is on record."""
     monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
     monkeypatch.setattr(publish, "committed_version", lambda _spark, _format: (str(tmp_path / "missing"), 3, None))
-    audited = SimpleNamespace(success=True, nodes=dict.fromkeys([publish.VIEW_NODE, publish.RECONCILIATION_NODE]), invocation_id="i")
+    audited = SimpleNamespace(args=("build",), success=True, nodes=dict.fromkeys([publish.VIEW_NODE, publish.RECONCILIATION_NODE]), invocation_id="i")
     assert publish.publish_after(audited, SimpleNamespace(), tmp_path) is None
     document = read_document(tmp_path, "delta")
     assert document.current is None and document.last_failed_build["failures"][0].startswith("publication: cannot read version 3")
