@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -195,13 +195,17 @@ def read_published_view(publication: Publication, merchant_id: str | None = None
     table's files without Spark or the metastore: Delta through ``deltalake`` (its SQL engine reads
     deletion vectors), Iceberg through ``pyiceberg`` (from the publication's metadata file, position
     deletes applied). ``merchant_id`` filters to one merchant (``ValueError`` unless it matches
-    ``history.MERCHANT_PATTERN``). Amounts are ``decimal128(18, 2)`` in the currency's major unit.
+    ``history.check_key``). Amounts are ``decimal128(18, 2)`` in the currency's major unit.
     Raises ``PublicationError`` when the version cannot be opened (for example removed by
     retention)."""
     import pyarrow as pa
 
     columns = ", ".join(VIEW_COLUMNS)
-    where = "" if merchant_id is None else f" where merchant_id = '{_checked(merchant_id)}'"
+    if merchant_id is not None:
+        from payledger.history import check_key
+
+        check_key(merchant_id)
+    where = "" if merchant_id is None else f" where merchant_id = '{merchant_id}'"
     try:
         if publication.table_format == "delta":
             from deltalake import DeltaTable, QueryBuilder
@@ -216,14 +220,6 @@ def read_published_view(publication: Publication, merchant_id: str | None = None
         return table.scan(row_filter=row_filter, selected_fields=VIEW_COLUMNS, snapshot_id=publication.version).to_arrow()
     except Exception as error:  # deltalake and pyiceberg raise their own error types
         raise PublicationError(f"cannot read version {publication.version} of {VIEW} at {publication.location}: {error}") from error
-
-
-def _checked(merchant_id: str) -> str:
-    from payledger.history import MERCHANT_PATTERN
-
-    if not MERCHANT_PATTERN.fullmatch(merchant_id):
-        raise ValueError(f"merchant id must match {MERCHANT_PATTERN.pattern}: {merchant_id!r}")
-    return merchant_id
 
 
 def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
@@ -259,6 +255,6 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         record_failed_build(warehouse, table_format, invocation.invocation_id, [f"publication: {error}"])
         return None
     marks = [mark for mark in rows.column("source_watermark").to_pylist() if mark is not None]
-    publication = Publication(**{**asdict(publication), "source_watermark": max(marks) if marks else None})
+    publication = replace(publication, source_watermark=max(marks) if marks else None)
     record_publication(warehouse, publication)
     return publication

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from decimal import Decimal
 from types import SimpleNamespace
 
@@ -104,12 +105,12 @@ def test_a_published_delta_version_is_read_as_committed_without_spark(tmp_path):
     first = Publication("delta", str(table), 0, None, "b0", 5, "2026-11-26T10:00:00.000000+00:00")
     rows = {r["merchant_id"]: r for r in publish.read_published_view(first).to_pylist()}
     assert rows["m1"]["pending_balance"] == Decimal("4.00") and rows["m2"]["available_balance"] == Decimal("2.50")
-    later = Publication(**{**first.__dict__, "version": 1})
+    later = replace(first, version=1)
     assert [r["pending_balance"] for r in publish.read_published_view(later, "m1").to_pylist()] == [Decimal("9.00")]
     with pytest.raises(ValueError, match="merchant id"):
         publish.read_published_view(later, "m1' or '1'='1")
     with pytest.raises(PublicationError, match="version 7"):
-        publish.read_published_view(Publication(**{**first.__dict__, "version": 7}))
+        publish.read_published_view(replace(first, version=7))
 
 
 def test_only_an_invocation_that_ran_the_view_and_its_reconciliation_publishes(tmp_path, monkeypatch):

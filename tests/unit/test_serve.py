@@ -43,6 +43,14 @@ def publish(warehouse, table, version: int, build: str, when: str) -> Publicatio
     return publication
 
 
+def first_publication(root):
+    """Version 0 of a view in ``root / "view"``, published by BUILD_A; returns the table folder."""
+    table = root / "view"
+    write_version(table, "4.00", "error")
+    publish(root / "warehouse", table, 0, BUILD_A, "2026-11-26T10:00:00.000000+00:00")
+    return table
+
+
 @pytest.fixture
 def served(tmp_path):
     balances = PublishedBalances(tmp_path / "warehouse", "delta")
@@ -65,9 +73,7 @@ def test_nothing_is_served_before_a_publication(served):
 
 def test_a_published_version_is_served_with_decimal_strings_and_problem_details(served):
     root, balances, client = served
-    table = root / "view"
-    write_version(table, "4.00", "error")
-    publish(root / "warehouse", table, 0, BUILD_A, "2026-11-26T10:00:00.000000+00:00")
+    first_publication(root)
     assert balances.refresh()
     body = client.get("/v1/merchants/m1/balances").json()
     assert body["merchant_id"] == "m1"
@@ -87,9 +93,7 @@ def test_a_published_version_is_served_with_decimal_strings_and_problem_details(
 
 def test_a_new_publication_is_served_whole_and_earlier_builds_stay_readable(served):
     root, balances, client = served
-    table = root / "view"
-    write_version(table, "4.00", "error")
-    publish(root / "warehouse", table, 0, BUILD_A, "2026-11-26T10:00:00.000000+00:00")
+    table = first_publication(root)
     balances.refresh()
     write_version(table, "9.00", "overwrite")
     assert client.get("/v1/merchants/m1/balances", params={"currency": "USD"}).json()["balances"][0]["pending"] == "4.00", "committed, not published"
@@ -128,9 +132,7 @@ def test_a_new_publication_is_served_whole_and_earlier_builds_stay_readable(serv
 
 def test_a_failed_build_keeps_the_served_version_and_health_says_so(served):
     root, balances, client = served
-    table = root / "view"
-    write_version(table, "4.00", "error")
-    publish(root / "warehouse", table, 0, BUILD_A, "2026-11-26T10:00:00.000000+00:00")
+    first_publication(root)
     balances.refresh()
     assert client.get("/v1/health").json()["status"] == "ok"
     record_failed_build(root / "warehouse", "delta", BUILD_B, ["test.payledger.assert_merchant_balance_current_reconciles: fail"])
