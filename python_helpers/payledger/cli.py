@@ -1,5 +1,5 @@
-"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``maintain``,
-``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse.
+"""The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``serve``,
+``api-key``, ``maintain``, ``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse.
 
 One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
 ``click.ClickException``; ``Group`` turns the errors commands meet in use, a file that does not load,
@@ -389,23 +389,69 @@ def _duration(value: str | None) -> float | None:
         raise click.BadParameter(str(error)) from None
 
 
+API_KEYS_OPTION = click.option(
+    "--api-keys",
+    "key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="PAYLEDGER_API_KEYS",
+    show_envvar=True,
+    help="The file of hashed API keys (payledger api-key add).",
+)
+
+
 @main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback only: the API has no keys yet).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (only loopback without --api-keys).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-def serve_command(host: str, port: int) -> None:
+@API_KEYS_OPTION
+def serve_command(host: str, port: int, key_file: Path | None) -> None:
     """Serve the published balances over HTTP (FastAPI on uvicorn), without Spark: GET
     /v1/merchants/{merchant_id}/balances[?currency=CUR][&as_of_build=ID], GET /v1/health, OpenAPI at
     /docs. Reads the warehouse's publication ($PAYLEDGER_WAREHOUSE) in the default target's format,
-    and follows new publications as builds make them."""
+    and follows new publications as builds make them. With --api-keys every /v1 request needs
+    "Authorization: Bearer KEY", and a key reads only the merchants its entry names."""
+    from payledger.apikeys import ApiKeys
     from payledger.formats import target_format
     from payledger.serve import check_host, serve
     from payledger.spark import default_warehouse
 
+    keys = None
+    if key_file is not None:
+        try:
+            keys = ApiKeys.load(key_file)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--api-keys") from None
+        if not keys:
+            raise click.BadParameter(f"{key_file} holds no keys (add one with payledger api-key add)", param_hint="--api-keys")
     try:
-        check_host(host)
+        check_host(host, keys)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--host") from None
-    serve(default_warehouse(), target_format(), host, port)
+    serve(default_warehouse(), target_format(), host, port, keys)
+
+
+@main.group("api-key")
+def api_key_group() -> None:
+    """API keys of payledger serve."""
+
+
+@api_key_group.command("add")
+@click.argument("name")
+@click.option("--merchant", "merchants", multiple=True, help="A merchant id the key may read (repeat for several).")
+@click.option("--all-merchants", is_flag=True, help="The key may read every merchant (the UI's backend).")
+@API_KEYS_OPTION
+def api_key_add_command(name: str, merchants: tuple[str, ...], all_merchants: bool, key_file: Path | None) -> None:
+    """Make a key named NAME, add its SHA-256 digest to the key file (created, mode 0600, when
+    missing) and print the key once on stdout: it is stored nowhere else."""
+    from payledger.apikeys import new_key
+
+    if key_file is None:
+        raise click.UsageError("give the key file: --api-keys FILE or $PAYLEDGER_API_KEYS")
+    if all_merchants == bool(merchants):
+        raise click.UsageError("give --merchant ID (one or more) or --all-merchants")
+    try:
+        click.echo(new_key(key_file, name, None if all_merchants else list(merchants)))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command("maintain")

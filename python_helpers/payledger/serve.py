@@ -9,7 +9,11 @@ a response never mixes two versions. ``as_of_build`` reads a kept publication (t
 
 Errors are JSON problem details (RFC 9457, ``application/problem+json``): 404 unknown merchant or
 build, 422 malformed merchant id, currency or build id, 410 a build whose version retention removed,
-503 before anything is published.
+503 before anything is published, 401 a missing or unknown API key.
+
+Access (``payledger.apikeys``): without a key file the server listens on loopback only and asks for
+no key. With one, every ``/v1`` request needs ``Authorization: Bearer <key>``, and a key that may
+not read a merchant gets the same 404 as an unknown merchant, so merchant ids do not leak.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from payledger.apikeys import ApiKey, ApiKeys
 from payledger.history import BUILD_PATTERN, CURRENCY_PATTERN, MERCHANT_PATTERN
 from payledger.publish import Publication, PublicationDocument, PublicationError, publication_path, read_document, read_published_view
 
@@ -140,8 +145,9 @@ class PublishedBalances:
                 self._earlier.popitem(last=False)
         return index
 
-    def balances(self, merchant_id: str, currency: str | None = None, as_of_build: str | None = None) -> dict[str, Any]:
-        """The response of ``GET /v1/merchants/{merchant_id}/balances``; ``Problem`` on errors."""
+    def balances(self, merchant_id: str, currency: str | None = None, as_of_build: str | None = None, key: ApiKey | None = None) -> dict[str, Any]:
+        """The response of ``GET /v1/merchants/{merchant_id}/balances``; ``Problem`` on errors. With
+        ``key``, a merchant the key may not read is answered exactly as an unknown one."""
         if not MERCHANT_PATTERN.fullmatch(merchant_id):
             raise Problem(422, "Malformed merchant id", f"merchant id must match {MERCHANT_PATTERN.pattern}")
         if currency is not None and not CURRENCY_PATTERN.fullmatch(currency):
@@ -153,7 +159,7 @@ class PublishedBalances:
             raise Problem(503, "Nothing published", "no build has published a version of the view yet")
         if as_of_build is not None:
             index = self.index_of_build(document, as_of_build)
-        entries = index.by_merchant.get(merchant_id, ())
+        entries = index.by_merchant.get(merchant_id, ()) if key is None or key.may_read(merchant_id) else ()
         if currency is not None:
             entries = tuple(e for e in entries if e["currency"] == currency)
         if not entries:
@@ -180,12 +186,24 @@ class PublishedBalances:
         }
 
 
-def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTERVAL_S):
+def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTERVAL_S, keys: ApiKeys | None = None):
     """The ASGI application (FastAPI) over ``balances``; it refreshes them every
-    ``watch_interval_s`` seconds while it runs (a failed refresh keeps the served version)."""
-    from fastapi import FastAPI, Query, Request
+    ``watch_interval_s`` seconds while it runs (a failed refresh keeps the served version). With
+    ``keys`` (at least one), every ``/v1`` request needs one of them as a bearer token."""
+    from fastapi import Depends, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
+    from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+    bearer = HTTPBearer(auto_error=False, description="An API key from the server's key file (payledger api-key add).")
+
+    def caller(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> ApiKey | None:
+        if not keys:
+            return None
+        key = keys.authenticate(credentials.credentials if credentials else None)
+        if key is None:
+            raise Problem(401, "Unauthorized", "send a valid API key as Authorization: Bearer <key>")
+        return key
 
     @contextlib.asynccontextmanager
     async def lifespan(_app) -> AsyncIterator[None]:
@@ -210,19 +228,24 @@ def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTE
 
     @app.exception_handler(Problem)
     async def on_problem(_request: Request, error: Problem) -> JSONResponse:
-        return problem(error.status, error.title, error.detail)
+        response = problem(error.status, error.title, error.detail)
+        if error.status == 401:
+            response.headers["WWW-Authenticate"] = "Bearer"
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
         return problem(422, "Malformed request", "; ".join(str(e.get("msg")) for e in error.errors()))
 
     @app.get("/v1/merchants/{merchant_id}/balances")
-    def merchant_balances(merchant_id: str, currency: str | None = Query(None), as_of_build: str | None = Query(None)) -> dict[str, Any]:
+    def merchant_balances(
+        merchant_id: str, currency: str | None = Query(None), as_of_build: str | None = Query(None), key: ApiKey | None = Depends(caller)
+    ) -> dict[str, Any]:
         """One entry per currency of the merchant's balances in the published version (or the
         version ``as_of_build`` published): decimal strings in the currency's major unit."""
-        return balances.balances(merchant_id, currency, as_of_build)
+        return balances.balances(merchant_id, currency, as_of_build, key)
 
-    @app.get("/v1/health")
+    @app.get("/v1/health", dependencies=[Depends(caller)])
     def health() -> dict[str, Any]:
         """The published version, its build and age, and whether a newer build failed."""
         return balances.health()
@@ -230,20 +253,21 @@ def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTE
     return app
 
 
-def check_host(host: str) -> None:
-    """Refuse (``ValueError``) to listen on anything but a loopback address: the API has no
-    authentication yet."""
+def check_host(host: str, keys: ApiKeys | None = None) -> None:
+    """Refuse (``ValueError``) to listen on anything but a loopback address unless API ``keys``
+    are configured (at least one)."""
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = False
-    if not loopback:
-        raise ValueError(f"refusing to listen on {host}: the balance API has no API keys yet, so it serves loopback (127.0.0.1) only")
+    if not loopback and not keys:
+        raise ValueError(f"refusing to listen on {host} without API keys (--api-keys): without them the balance API serves loopback (127.0.0.1) only")
 
 
-def serve(warehouse: Path, table_format: str, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run the API with uvicorn until interrupted. ``ValueError`` for a non-loopback ``host``."""
+def serve(warehouse: Path, table_format: str, host: str = "127.0.0.1", port: int = 8000, keys: ApiKeys | None = None) -> None:
+    """Run the API with uvicorn until interrupted. ``ValueError`` for a non-loopback ``host``
+    without ``keys``."""
     import uvicorn
 
-    check_host(host)
-    uvicorn.run(create_app(PublishedBalances(warehouse, table_format)), host=host, port=port, log_level="info")
+    check_host(host, keys)
+    uvicorn.run(create_app(PublishedBalances(warehouse, table_format), keys=keys), host=host, port=port, log_level="info")

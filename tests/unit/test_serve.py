@@ -1,17 +1,25 @@
 """``payledger serve`` over published Delta versions written here with ``deltalake`` (no Spark):
-what it answers, its problem details, the switch to a new publication between requests, and the
-host it refuses. Builds' real publications are read in the integration tests
+what it answers, its problem details, the switch to a new publication between requests, API keys,
+and the hosts it refuses. Builds' real publications are read in the integration tests
 (``test_balance_history.py``)."""
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import socket
 import threading
+import time
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from payledger.apikeys import ApiKeys, digest, new_key
+from payledger.cli import main
 from payledger.publish import Publication, record_failed_build, record_publication
 from payledger.serve import PublishedBalances, check_host, create_app
 
@@ -145,8 +153,126 @@ def test_a_failed_build_keeps_the_served_version_and_health_says_so(served):
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "example.com", "::"])
-def test_the_server_refuses_addresses_other_than_loopback(host):
+def test_the_server_refuses_addresses_other_than_loopback_unless_keys_are_configured(host, tmp_path):
     with pytest.raises(ValueError, match="loopback"):
         check_host(host)
+    with pytest.raises(ValueError, match="loopback"):
+        check_host(host, ApiKeys.load(tmp_path / "missing.json"))
     for loopback in ("127.0.0.1", "::1", "localhost"):
         check_host(loopback)
+    new_key(tmp_path / "keys.json", "ui", None)
+    check_host(host, ApiKeys.load(tmp_path / "keys.json"))
+
+
+def served_with_keys(root):
+    """A key file with a key for every merchant and one for m1 only; returns (keys, ui, portal)."""
+    first_publication(root)
+    ui, portal = new_key(root / "keys.json", "ui", None), new_key(root / "keys.json", "portal", ["m1"])
+    return ApiKeys.load(root / "keys.json"), ui, portal
+
+
+def test_api_keys_guard_every_request_and_a_key_reads_only_its_merchants(tmp_path):
+    keys, ui, portal = served_with_keys(tmp_path)
+    balances = PublishedBalances(tmp_path / "warehouse", "delta")
+    balances.refresh()
+    with TestClient(create_app(balances, watch_interval_s=3600, keys=keys)) as client:
+
+        def get(path: str, key: str | None, **params):
+            return client.get(path, params=params, headers={"Authorization": f"Bearer {key}"} if key else {})
+
+        for key in (None, "plk_wrong", ui[:-1]):
+            response = get("/v1/merchants/m1/balances", key)
+            assert_problem(response, 401, "valid API key")
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert_problem(get("/v1/health", key), 401, "valid API key")
+        assert client.get("/v1/merchants/m1/balances", headers={"Authorization": ui}).status_code == 401, "not a bearer token"
+        assert [e["currency"] for e in get("/v1/merchants/m2/balances", ui).json()["balances"]] == ["USD"]
+        assert [e["currency"] for e in get("/v1/merchants/m1/balances", portal).json()["balances"]] == ["EUR", "USD"]
+        assert get("/v1/health", portal).json()["published_by_build"] == BUILD_A
+
+        # Out of the key's scope: the very answer an unknown merchant gets, with or without a currency.
+        for params in ({}, {"currency": "USD"}, {"currency": "EUR"}):
+            hidden = get("/v1/merchants/m2/balances", portal, **params)
+            unknown = get("/v1/merchants/m9/balances", ui, **params)
+            assert hidden.status_code == unknown.status_code == 404
+            assert hidden.headers == unknown.headers
+            assert hidden.text == unknown.text.replace("m9", "m2")
+        assert_problem(get("/v1/merchants/m1;x/balances", portal), 422, "merchant id")
+
+
+def test_keys_never_reach_the_servers_log(tmp_path, caplog):
+    """A real uvicorn server (its access log included) answers requests with good and bad keys."""
+    import uvicorn
+
+    keys, ui, portal = served_with_keys(tmp_path)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(PublishedBalances(tmp_path / "warehouse", "delta"), watch_interval_s=3600, keys=keys)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="debug"))
+    thread = threading.Thread(target=server.run)
+    caplog.set_level(logging.DEBUG)
+    thread.start()
+    try:
+        import httpx2
+
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        statuses = []
+        for key in (ui, portal, ui + "x"):
+            for path in ("/v1/merchants/m2/balances", "/v1/health"):
+                statuses.append(httpx2.get(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {key}"}).status_code)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+    assert statuses == [200, 200, 404, 200, 401, 401]
+    assert "/v1/merchants/m2/balances" in caplog.text, "the access log was not captured"
+    assert ui not in caplog.text and portal not in caplog.text and ui[4:20] not in caplog.text
+
+
+def test_payledger_api_key_add_prints_a_key_once_and_stores_only_its_digest(tmp_path):
+    path = tmp_path / "keys.json"
+    runner = CliRunner()
+    first = runner.invoke(main, ["api-key", "add", "ui", "--all-merchants", "--api-keys", str(path)])
+    second = runner.invoke(main, ["api-key", "add", "portal", "--merchant", "m1", "--merchant", "m_2"], env={"PAYLEDGER_API_KEYS": str(path)})
+    assert first.exit_code == second.exit_code == 0, (first.output, second.output)
+    ui, portal = first.output.strip(), second.output.strip()
+    assert ui != portal and ui.startswith("plk_") and len(ui) > 40
+    text = path.read_text()
+    assert ui not in text and portal not in text
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert json.loads(text)["keys"] == [
+        {"name": "ui", "sha256": digest(ui), "merchants": "*"},
+        {"name": "portal", "sha256": digest(portal), "merchants": ["m1", "m_2"]},
+    ]
+    keys = ApiKeys.load(path)
+    assert keys.authenticate(portal).may_read("m_2") and not keys.authenticate(portal).may_read("m3")
+    for args, words in (
+        (["api-key", "add", "ui", "--all-merchants"], "already has a key named ui"),
+        (["api-key", "add", "x", "--merchant", "m 1"], "merchant id"),
+        (["api-key", "add", "y"], "--all-merchants"),
+    ):
+        result = runner.invoke(main, [*args, "--api-keys", str(path)])
+        assert result.exit_code != 0 and words in result.output, result.output
+    assert ApiKeys.load(path).keys == keys.keys, "a refused key changed the file"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("not json", "not JSON"),
+        ('{"key": []}', '{"keys": [...]}'),
+        ('{"keys": [{"sha256": "ab"}]}', "keys[0] needs a name"),
+        ('{"keys": [{"name": "a", "sha256": "AB", "merchants": "*"}]}', "64 lowercase hex"),
+        ('{"keys": [{"name": "a", "sha256": "' + "a" * 64 + '"}]}', "needs merchants"),
+        ('{"keys": [{"name": "a", "sha256": "' + "a" * 64 + '", "merchants": ["m 1"]}]}', "merchant id"),
+    ],
+)
+def test_a_malformed_key_file_is_refused_with_the_entry_named(tmp_path, content, words):
+    path = tmp_path / "keys.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        ApiKeys.load(path)
+    result = CliRunner().invoke(main, ["serve", "--api-keys", str(path)])
+    assert result.exit_code == 2 and "--api-keys" in result.output, result.output
