@@ -21,9 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import click
-from rich.progress import Progress
 
-from payledger.generate import EVENT_FILE, GenerateOptions, generate, generate_batch
 from payledger.locks import EXIT_LOCKED
 
 LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merchants": "merchants"}
@@ -117,6 +115,10 @@ def main(verbose: bool) -> None:
 @click.option("--id-prefix", default=None, help="Prefix of new event ids (default evt_, or b<seed>_ for a batch).")
 def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path | None, id_prefix: str | None, **kwargs) -> None:
     """Write a seeded synthetic history (events, merchants, policies) as Parquet."""
+    from rich.progress import Progress
+
+    from payledger.generate import EVENT_FILE, GenerateOptions, generate, generate_batch
+
     options = GenerateOptions(end_date=end_date.date(), **kwargs)
     try:
         if continue_from is not None:
@@ -256,19 +258,35 @@ def _moment(build) -> str:
 @AS_OF_OPTION
 @BUILD_OPTION
 @HISTORY_FORMAT_OPTION
-def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime | None, build: str | None, fmt: str) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(["published", "spark"]),
+    default="published",
+    show_default=True,
+    help="published: the publication's files, no JVM; spark: time travel on Spark, every build the audit recorded.",
+)
+def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime | None, build: str | None, fmt: str, engine: str) -> None:
     """MERCHANT_ID's balances as the view published them: now, at --as-of or by --build.
 
-    Rows of merchant_balance_current (time travel to the version a build published, recorded in
-    balance_invalidations), with written_by_invocation_id, source_watermark and policy_observed_at.
-    How far back: the retention of table maintenance (PAYLEDGER_RETENTION_HOURS, 168 by default).
+    Rows of merchant_balance_current, with written_by_invocation_id, source_watermark and
+    policy_observed_at. By default read without a JVM from the published versions (only builds
+    whose tests passed; the current one and the nine before it), which runs beside a build. With
+    --engine spark: time travel to the version any build recorded in balance_invalidations, back
+    to the retention of table maintenance (PAYLEDGER_RETENTION_HOURS, 168 by default).
     """
     if as_of is not None and build is not None:
         raise click.UsageError("give --as-of or --build, not both")
     from payledger import history
-    from payledger.spark import get_spark
 
-    result = _history_call(history.balance, get_spark(), merchant_id, currency, as_of=as_of, build=build)
+    if engine == "published":
+        from payledger.formats import target_format
+        from payledger.spark import default_warehouse
+
+        result = _history_call(history.published_balance, default_warehouse(), target_format(), merchant_id, currency, as_of=as_of, build=build)
+    else:
+        from payledger.spark import get_spark
+
+        result = _history_call(history.balance, get_spark(), merchant_id, currency, as_of=as_of, build=build)
     _emit(fmt, _moment(result.build), [("balances", result.rows)], {"build": _published(result.build), "rows": result.rows})
 
 

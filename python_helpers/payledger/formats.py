@@ -41,9 +41,9 @@ def target_format(target: str | None = None) -> str:
     """``"delta"`` or ``"iceberg"``: the format of an embedded dbt target's tables (default: the
     profile's default target), read from the ``spark_catalog`` its profile configures, without
     starting Spark. Raises ``FormatError`` for a target without either catalog (``thrift``)."""
-    from payledger.spark import spark_conf
+    from payledger.spark import spark_setting
 
-    catalog = spark_conf(target).get("spark.sql.catalog.spark_catalog", "")
+    catalog = spark_setting("spark.sql.catalog.spark_catalog", target) or ""
     try:
         return _CATALOG_CLASSES[catalog]
     except KeyError:

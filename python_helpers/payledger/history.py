@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from payledger.formats import Commit, readable_commits, table_commits, utc_from_micros
+from payledger.publish import VIEW_COLUMNS, Publication, PublicationError, read_document, read_published_view
 from payledger.warehouse import VIEW
 
 AUDIT = "payledger.balance_invalidations"
@@ -50,7 +51,7 @@ class PublishedBuild:
     invocation_id: str
     view_version: int
     committed_at: dt.datetime | None
-    events_watermark: int
+    events_watermark: int | None
     policy_observed_at: dt.datetime | None
     read_version: int | None
 
@@ -130,7 +131,8 @@ def _available(builds: list[PublishedBuild]) -> str:
 def resolve_build(spark, as_of: dt.datetime | None = None, build: str | None = None, now: dt.datetime | None = None) -> PublishedBuild:
     """The build whose published version answers the question: the build ``build`` (an
     invocation id), or the last build whose view version was committed at or before ``as_of``
-    (timezone-aware), or the latest build when neither is given.
+    (timezone-aware), or the latest build when neither is given (``choose_build`` over
+    ``published_builds``).
 
     Raises ``HistoryError`` when nothing was built, the id is unknown (a build that changed nothing
     publishes no version), ``as_of`` is before the first build or in the future, or the version is
@@ -144,6 +146,18 @@ def resolve_build(spark, as_of: dt.datetime | None = None, build: str | None = N
             f"no build has recorded the version of {VIEW} it published yet: run dbt build (builds from before "
             "balance_invalidations.view_version existed cannot be asked for; the current version can)"
         )
+    chosen = choose_build(builds, as_of, build, now)
+    if not chosen.readable:
+        raise HistoryError(
+            f"{chosen.describe()} is beyond the retained history (maintenance keeps PAYLEDGER_RETENTION_HOURS of versions); {_available(builds)}"
+        )
+    return chosen
+
+
+def choose_build(builds: list[PublishedBuild], as_of: dt.datetime | None = None, build: str | None = None, now: dt.datetime | None = None) -> PublishedBuild:
+    """Of ``builds`` (oldest first, not empty): the one named ``build``, else the last committed at
+    or before ``as_of``, else the latest. ``HistoryError`` for an unknown build or a moment before
+    the first build or in the future."""
     if build is not None:
         found = [b for b in builds if b.invocation_id == build]
         if not found:
@@ -151,8 +165,8 @@ def resolve_build(spark, as_of: dt.datetime | None = None, build: str | None = N
                 f"build {build} published no version of {VIEW}: it is not a build of this warehouse, or it changed nothing "
                 f"(such a build writes no version; ask for the time instead with --as-of); {_available(builds)}"
             )
-        chosen = found[0]
-    elif as_of is not None:
+        return found[0]
+    if as_of is not None:
         now = now or dt.datetime.now(dt.UTC)
         if as_of > now:
             raise HistoryError(f"{as_of.isoformat(sep=' ')} is in the future; {_available(builds)}")
@@ -161,14 +175,8 @@ def resolve_build(spark, as_of: dt.datetime | None = None, build: str | None = N
         if not before:
             first = dated[0].describe() if dated else builds[0].describe()
             raise HistoryError(f"{as_of.isoformat(sep=' ')} is before the first build, {first}; {_available(builds)}")
-        chosen = before[-1]
-    else:
-        chosen = builds[-1]
-    if not chosen.readable:
-        raise HistoryError(
-            f"{chosen.describe()} is beyond the retained history (maintenance keeps PAYLEDGER_RETENTION_HOURS of versions); {_available(builds)}"
-        )
-    return chosen
+        return before[-1]
+    return builds[-1]
 
 
 def check_key(merchant_id: str, currency: str | None = None) -> None:
@@ -252,6 +260,79 @@ def _only_currency(rows: list[dict[str, Any]], merchant_id: str, currency: str |
         held = ", ".join(sorted(r["currency"] for r in rows))
         raise HistoryError(f"merchant {merchant_id} has no {currency} balance in {where}; it holds {held}")
     return picked
+
+
+#: The view's columns ``payledger balance`` prints (those of the macro ``balance_as_of``).
+BALANCE_COLUMNS = (*VIEW_COLUMNS, "written_by_invocation_id", "written_at")
+
+
+def _build_of(publication: Publication, readable: bool = True) -> PublishedBuild:
+    def utc(value: str | None) -> dt.datetime | None:
+        return None if value is None else dt.datetime.fromisoformat(value)
+
+    return PublishedBuild(
+        publication.invocation_id,
+        publication.version,
+        utc(publication.committed_at),
+        publication.events_watermark,
+        utc(publication.policy_observed_at),
+        publication.readable_version if readable else None,
+    )
+
+
+def published_balance(
+    warehouse: Path,
+    table_format: str,
+    merchant_id: str,
+    currency: str | None = None,
+    as_of: dt.datetime | None = None,
+    build: str | None = None,
+    now: dt.datetime | None = None,
+) -> Balance:
+    """``balance`` without a JVM: the view's rows of ``merchant_id`` (all its currencies, or
+    ``currency``) in a *published* version, read from the table's files (``payledger.publish``):
+    the current publication, or the kept one (``publish.KEEP``) made by ``build``, or the last one
+    committed at or before ``as_of``. Builds whose tests failed published nothing and cannot be
+    asked for. Raises ``ValueError`` for malformed ids, ``HistoryError`` when nothing is published,
+    the build or moment has no kept publication, its version is beyond the retained history, or
+    the merchant (currency) had no balance in it; the message names the publications available.
+    """
+    check_key(merchant_id, currency)
+    if build is not None:
+        check_build_id(build)
+    if as_of is not None and build is not None:
+        raise HistoryError("give --as-of or --build, not both")
+    document = read_document(warehouse, table_format)
+    kept = [p for p in [document.current, *document.previous] if p is not None][::-1]
+    if not kept:
+        raise HistoryError(f"no build has published a version of {VIEW} in {warehouse} ({table_format}) yet: run dbt build (payledger build)")
+    builds = [_build_of(p) for p in kept]
+    chosen = choose_build(builds, as_of, build, now)
+    publication = kept[builds.index(chosen)]
+    try:
+        rows = read_published_view(publication, merchant_id, BALANCE_COLUMNS).to_pylist()
+    except PublicationError:
+        readable = [_build_of(p, _opens(p)) for p in kept]
+        raise HistoryError(
+            f"{chosen.describe()} is beyond the retained history (maintenance keeps PAYLEDGER_RETENTION_HOURS of versions); {_available(readable)}"
+        ) from None
+    rows = [{column: _naive_utc(value) for column, value in row.items()} for row in rows]
+    return Balance(chosen, _only_currency(rows, merchant_id, currency, chosen))
+
+
+def _opens(publication: Publication) -> bool:
+    try:
+        read_published_view(publication, columns=("merchant_id",))
+    except PublicationError:
+        return False
+    return True
+
+
+def _naive_utc(value: Any) -> Any:
+    """A timezone-aware time as naive UTC, as Spark returns the view's timestamps."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
 
 
 @dataclass

@@ -16,7 +16,8 @@ reaches back at least ``retention_hours`` (Iceberg keeps the snapshot that was c
 cutoff). Maintenance holds the warehouse's build lock and its load lock (waiting for a running
 load), so it never runs during a build the lock guards (``payledger build``) or a load. A plain
 ``dbt build`` does not take the lock: keep a retention of hours, which is what protects files a
-writer has not committed yet from VACUUM.
+writer has not committed yet from VACUUM. After the view's maintenance the current publication
+reads the maintenance commit (the same rows, in files retention keeps; ``publish.follow_maintenance``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pathlib import Path
 
 from payledger.formats import DELTA, session_format
 from payledger.locks import build_lock, load_lock
-from payledger.warehouse import project_relations
+from payledger.publish import follow_maintenance
+from payledger.warehouse import VIEW, project_relations
 
 #: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
 DEFAULT_RETENTION_HOURS = 168.0
@@ -234,6 +236,8 @@ def maintain_tables(
             _maintain_iceberg(spark, table, retention_hours)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
         _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})
+        if table == VIEW:
+            follow_maintenance(spark, warehouse)  # readers keep reading the published rows after VACUUM
     return done
 
 

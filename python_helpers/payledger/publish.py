@@ -6,9 +6,13 @@ is *published* only when the same dbt invocation ran the view's model and the re
 small JSON document beside the tables, ``<warehouse>/published/<format>/merchant_balance_current.json``:
 
 - ``current``: the published version (``table_format``, the table folder ``location``, ``version``:
-  the Delta table version or the Iceberg snapshot id, ``metadata_file``: Iceberg's metadata file of
-  that snapshot, null on Delta), the build's ``invocation_id``, the version's ``source_watermark``
-  (max ingest_seq folded into it) and ``published_at`` (UTC, ISO 8601);
+  the Delta table version or the Iceberg snapshot id, ``metadata_file``: an Iceberg metadata file
+  that holds that snapshot, null on Delta), the build's ``invocation_id``, the version's
+  ``source_watermark`` (max ingest_seq folded into it), ``published_at`` (UTC, ISO 8601),
+  ``committed_at`` (when the version was committed), the build's ``events_watermark`` and
+  ``policy_observed_at`` (from ``payledger.balance_invalidations``), and ``read_version``: the
+  version readers open, ``version`` itself or, once table maintenance rewrote the files (same rows,
+  ``follow_maintenance``), the maintenance commit after it;
 - ``previous``: the publications before it, newest first, at most ``KEEP - 1``;
 - ``last_failed_build``: the latest invocation that ran the view or its reconciliation and failed
   (``invocation_id``, ``failed_at``, ``failures``: dbt's messages), or null. It published nothing.
@@ -24,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -64,12 +68,21 @@ class Publication:
     invocation_id: str
     source_watermark: int | None
     published_at: str
+    committed_at: str | None = None
+    events_watermark: int | None = None
+    policy_observed_at: str | None = None
+    read_version: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Publication:
-        """A publication from its JSON object; ``KeyError`` when a field is missing (unknown
-        fields are ignored)."""
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        """A publication from its JSON object; ``KeyError`` when a field without a default is
+        missing (unknown fields are ignored)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.default is MISSING})
+
+    @property
+    def readable_version(self) -> int:
+        """The version that holds this publication's rows now: ``read_version``, else ``version``."""
+        return self.version if self.read_version is None else self.read_version
 
 
 @dataclass
@@ -172,54 +185,89 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
-def committed_version(spark, table_format: str) -> tuple[str, int, str | None]:
-    """The view's table folder, its current version (Delta table version, Iceberg snapshot id) and,
-    on Iceberg, the metadata file of that snapshot. Source: Delta: the catalog's location of
-    ``VIEW`` and its log (``deltalake``); Iceberg: the table as its catalog loads it now (Iceberg's
-    Java API: ``currentSnapshot``, ``operations().current().metadataFileLocation()``; no Spark job).
+@dataclass(frozen=True)
+class TableVersion:
+    """A table's current version as its files hold it: the table ``location`` (a folder), the
+    ``version`` (Delta table version, Iceberg snapshot id), ``metadata_file`` (Iceberg's current
+    metadata file; None on Delta) and ``committed_at`` (UTC, ISO 8601)."""
+
+    location: str
+    version: int
+    metadata_file: str | None
+    committed_at: str
+
+
+def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersion:
+    """``table``'s current version. Source: Delta: the catalog's location of the table and its log
+    (``deltalake``: the version, the latest commit's timestamp); Iceberg: the table as its catalog
+    loads it now (Iceberg's Java API: ``currentSnapshot``, ``operations().current()``). No Spark job.
     """
     if table_format == "delta":
         from deltalake import DeltaTable
 
-        location = spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]
+        location = spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()["data_type"]
         folder = urlparse(location).path
-        return folder, DeltaTable(folder).version(), None
-    table = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, VIEW)
-    table.refresh()
-    metadata = table.operations().current()
-    return urlparse(table.location()).path, int(table.currentSnapshot().snapshotId()), urlparse(metadata.metadataFileLocation()).path
+        log = DeltaTable(folder)
+        latest = log.history(1)[0]
+        return TableVersion(folder, log.version(), None, _iso_from_ms(latest["timestamp"]))
+    loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    loaded.refresh()
+    metadata, snapshot = loaded.operations().current(), loaded.currentSnapshot()
+    return TableVersion(
+        urlparse(loaded.location()).path, int(snapshot.snapshotId()), urlparse(metadata.metadataFileLocation()).path, _iso_from_ms(snapshot.timestampMillis())
+    )
 
 
-def read_published_view(publication: Publication, merchant_id: str | None = None):
-    """The rows of the published version (``VIEW_COLUMNS``), as a ``pyarrow.Table``, read from the
-    table's files without Spark or the metastore: Delta through ``deltalake`` (its SQL engine reads
-    deletion vectors), Iceberg through ``pyiceberg`` (from the publication's metadata file, position
-    deletes applied). ``merchant_id`` filters to one merchant (``ValueError`` unless it matches
-    ``history.check_key``). Amounts are ``decimal128(18, 2)`` in the currency's major unit.
-    Raises ``PublicationError`` when the version cannot be opened (for example removed by
-    retention)."""
+def _iso_from_ms(millis: int) -> str:
+    return dt.datetime.fromtimestamp(millis / 1000, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def read_table_version(
+    table_format: str, location: str, version: int, metadata_file: str | None, columns: tuple[str, ...], where: tuple[str, str] | None = None
+):
+    """``columns`` of one committed version of a table, as a ``pyarrow.Table``, from its files
+    (no Spark): Delta through ``deltalake`` (its SQL engine reads deletion vectors), Iceberg through
+    ``pyiceberg`` from ``metadata_file`` (position deletes applied). ``where``: (column, string
+    value), an equality filter (the value must already be checked: it is quoted, not escaped).
+    Raises the readers' own errors, for example when retention removed the version's files."""
     import pyarrow as pa
 
-    columns = ", ".join(VIEW_COLUMNS)
+    if table_format == "delta":
+        from deltalake import DeltaTable, QueryBuilder
+
+        clause = "" if where is None else f" where {where[0]} = '{where[1]}'"
+        table = DeltaTable(location, version=version)
+        return pa.table(QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}").read_all())
+    from pyiceberg.expressions import AlwaysTrue, EqualTo
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(metadata_file)
+    row_filter = AlwaysTrue() if where is None else EqualTo(*where)
+    return table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow()
+
+
+def read_published_view(publication: Publication, merchant_id: str | None = None, columns: tuple[str, ...] = VIEW_COLUMNS):
+    """The rows of the published version (``columns`` of the view, ``VIEW_COLUMNS`` by default),
+    as a ``pyarrow.Table``, read from the table's files without Spark or the metastore
+    (``read_table_version`` of its ``readable_version``). ``merchant_id`` filters to one merchant
+    (``ValueError`` unless it matches ``history.check_key``). Amounts are ``decimal128(18, 2)`` in
+    the currency's major unit. Raises ``PublicationError`` when the version cannot be opened (for
+    example removed by retention)."""
     if merchant_id is not None:
         from payledger.history import check_key
 
         check_key(merchant_id)
-    where = "" if merchant_id is None else f" where merchant_id = '{merchant_id}'"
     try:
-        if publication.table_format == "delta":
-            from deltalake import DeltaTable, QueryBuilder
-
-            table = DeltaTable(publication.location, version=publication.version)
-            return pa.table(QueryBuilder().register("v", table).execute(f"select {columns} from v{where}").read_all())
-        from pyiceberg.expressions import AlwaysTrue, EqualTo
-        from pyiceberg.table import StaticTable
-
-        table = StaticTable.from_metadata(publication.metadata_file)
-        row_filter = AlwaysTrue() if merchant_id is None else EqualTo("merchant_id", merchant_id)
-        return table.scan(row_filter=row_filter, selected_fields=VIEW_COLUMNS, snapshot_id=publication.version).to_arrow()
+        return read_table_version(
+            publication.table_format,
+            publication.location,
+            publication.readable_version,
+            publication.metadata_file,
+            columns,
+            None if merchant_id is None else ("merchant_id", merchant_id),
+        )
     except Exception as error:  # deltalake and pyiceberg raise their own error types
-        raise PublicationError(f"cannot read version {publication.version} of {VIEW} at {publication.location}: {error}") from error
+        raise PublicationError(f"cannot read version {publication.readable_version} of {VIEW} at {publication.location}: {error}") from error
 
 
 def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
@@ -244,11 +292,21 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         return None
     if not (VIEW_NODE in ran and RECONCILIATION_NODE in ran):
         return None
-    location, version, metadata_file = committed_version(spark, table_format)
+    view = committed_version(spark, table_format)
     current = read_document(warehouse, table_format).current
-    if current is not None and (current.location, current.version) == (location, version):
+    if current is not None and (current.location, current.readable_version) == (view.location, view.version):
         return current  # the build changed nothing: its version is published already
-    publication = Publication(table_format, location, version, metadata_file, invocation.invocation_id, None, _now())
+    publication = Publication(
+        table_format,
+        view.location,
+        view.version,
+        view.metadata_file,
+        invocation.invocation_id,
+        None,
+        _now(),
+        view.committed_at,
+        *_audit_marks(spark, table_format, invocation.invocation_id),
+    )
     try:
         rows = read_published_view(publication)
     except PublicationError as error:  # a version the readers cannot open is not published
@@ -258,3 +316,57 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     publication = replace(publication, source_watermark=max(marks) if marks else None)
     record_publication(warehouse, publication)
     return publication
+
+
+def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | None, str | None]:
+    """The build's ``events_watermark`` and ``policy_observed_at`` (ISO, UTC) as
+    ``payledger.balance_invalidations`` recorded them with its view version (read from the audit's
+    files, no Spark job); (None, None) when it recorded none."""
+    from payledger.history import AUDIT
+
+    if not spark.catalog.tableExists(AUDIT):
+        return None, None
+    audit = committed_version(spark, table_format, AUDIT)
+    columns = ("events_watermark", "policy_observed_at", "view_version")
+    rows = [
+        r
+        for r in read_table_version(table_format, audit.location, audit.version, audit.metadata_file, columns, ("invocation_id", invocation_id)).to_pylist()
+        if r["view_version"] is not None
+    ]
+    if not rows:
+        return None, None
+    observed = [r["policy_observed_at"] for r in rows if r["policy_observed_at"] is not None]
+    return max(r["events_watermark"] for r in rows), _iso(max(observed)) if observed else None
+
+
+def _iso(moment: dt.datetime) -> str:
+    """ISO 8601 in UTC; a naive time (Spark's and Iceberg's timestamp without zone) is UTC."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).isoformat(timespec="microseconds")
+
+
+def follow_maintenance(spark, warehouse: Path) -> Publication | None:
+    """After table maintenance of the view: when only maintenance commits (compaction, purge,
+    vacuum: the same rows) came after the current publication's readable version, point its
+    ``read_version`` (and, on Iceberg, ``metadata_file``) at the view's current version, whose
+    files retention keeps. Returns the publication then current (None when nothing is published or
+    the view moved on by a build, which publishes on its own)."""
+    from payledger.formats import session_format, table_commits
+
+    table_format = session_format(spark)
+    document = read_document(warehouse, table_format)
+    current = document.current
+    if current is None:
+        return None
+    view = committed_version(spark, table_format)
+    if view.location != current.location or view.version == current.readable_version:
+        return current
+    commits = table_commits(spark, VIEW)
+    position = {commit.version: index for index, commit in enumerate(commits)}
+    if current.readable_version not in position or view.version not in position:
+        return current
+    between = commits[position[current.readable_version] + 1 : position[view.version] + 1]
+    if not between or any(commit.kind != "maintenance" for commit in between):
+        return current
+    document.current = replace(current, read_version=view.version, metadata_file=view.metadata_file)
+    write_document(warehouse, table_format, document)
+    return document.current

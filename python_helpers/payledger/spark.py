@@ -73,6 +73,13 @@ def spark_conf(target: str | None = None) -> dict[str, str]:
     return {key: _render(value) for key, value in params.items()}
 
 
+def spark_setting(key: str, target: str | None = None) -> str | None:
+    """One key of ``spark_conf(target)``, rendering only that value (a reader that starts no Spark
+    asks for one key); None when the target does not set it."""
+    params: dict[str, Any] = _profile()["outputs"][target or default_target()].get("server_side_parameters", {})
+    return _render(params[key]) if key in params else None
+
+
 def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     """Return the process's SparkSession, creating it with ``spark_conf(target)`` if none exists.
 

@@ -5,10 +5,12 @@ Spark. The integration tests read real builds' versions, deletion vectors and Ic
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -92,6 +94,8 @@ def view_rows(pending: str) -> pa.Table:
             "last_event_time": pa.array([None, None], pa.timestamp("us", tz="UTC")),
             "source_watermark": pa.array([3, 5], pa.int64()),
             "policy_observed_at": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+            "written_by_invocation_id": ["w", "w"],
+            "written_at": pa.array([dt.datetime(2026, 11, 26, 9, tzinfo=dt.UTC)] * 2, pa.timestamp("us", tz="UTC")),
         }
     )
 
@@ -138,8 +142,52 @@ def test_an_audited_version_the_readers_cannot_open_is_not_published(tmp_path, m
     """The build passed, but its version does not open without Spark: nothing is published and the
     publication failure is on record."""
     monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
-    monkeypatch.setattr(publish, "committed_version", lambda _spark, _format: (str(tmp_path / "missing"), 3, None))
+    missing = publish.TableVersion(str(tmp_path / "missing"), 3, None, "2026-11-26T10:00:00.000+00:00")
+    monkeypatch.setattr(publish, "committed_version", lambda _spark, _format, _table=publish.VIEW: missing)
+    monkeypatch.setattr(publish, "_audit_marks", lambda _spark, _format, _build: (None, None))
     audited = SimpleNamespace(args=("build",), success=True, nodes=dict.fromkeys([publish.VIEW_NODE, publish.RECONCILIATION_NODE]), invocation_id="i")
     assert publish.publish_after(audited, SimpleNamespace(), tmp_path) is None
     document = read_document(tmp_path, "delta")
     assert document.current is None and document.last_failed_build["failures"][0].startswith("publication: cannot read version 3")
+
+
+def test_payledger_balance_reads_published_versions_without_a_jvm(tmp_path):
+    """``history.published_balance`` (what ``payledger balance`` runs by default): the current
+    publication, a kept build, a moment between two commits; errors name what is available."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from payledger.history import HistoryError, published_balance
+
+    warehouse, table = tmp_path / "warehouse", tmp_path / "view"
+    with pytest.raises(HistoryError, match="no build has published"):
+        published_balance(warehouse, "delta", "m1")
+    builds = ["0a0a0a0a-0000-4000-8000-00000000000a", "0b0b0b0b-0000-4000-8000-00000000000b"]
+    committed = ["2026-11-26T10:00:00.000+00:00", "2026-11-26T11:00:00.000+00:00"]
+    for version, (pending, build, when) in enumerate(zip(("4.00", "9.00"), builds, committed, strict=True)):
+        write_deltalake(str(table), view_rows(pending), mode="overwrite")
+        record_publication(warehouse, Publication("delta", str(table), version, None, build, 5, when, when, 40 + version, None))
+    write_deltalake(str(table), view_rows("77.00"), mode="overwrite")  # committed, never published
+
+    now = published_balance(warehouse, "delta", "m1")
+    assert (now.build.invocation_id, now.build.view_version, now.build.events_watermark) == (builds[1], 1, 41)
+    assert [(r["currency"], r["pending_balance"], r["written_at"]) for r in now.rows] == [("USD", Decimal("9.00"), dt.datetime(2026, 11, 26, 9))]
+    assert published_balance(warehouse, "delta", "m1", build=builds[0]).rows[0]["pending_balance"] == Decimal("4.00")
+    between = dt.datetime(2026, 11, 26, 10, 30, tzinfo=dt.UTC)
+    assert published_balance(warehouse, "delta", "m1", as_of=between).build.invocation_id == builds[0]
+    for kwargs, words in (
+        ({"build": "0c0c0c0c-0000-4000-8000-00000000000c"}, f"published no version.*available: from build {builds[0]}"),
+        ({"as_of": between.replace(hour=9)}, "before the first build"),
+        ({"as_of": dt.datetime(2999, 1, 1, tzinfo=dt.UTC)}, "in the future"),
+        ({"currency": "GBP"}, "it holds USD"),
+    ):
+        with pytest.raises(HistoryError, match=words):
+            published_balance(warehouse, "delta", "m1", **kwargs)
+    with pytest.raises(ValueError, match="merchant id"):
+        published_balance(warehouse, "delta", "m1' or 'x")
+
+    # Retention removed build 0's files: it is beyond the retained history; build 1 still reads.
+    for uri in DeltaTable(str(table), version=0).file_uris():
+        (table / Path(uri).name).unlink()
+    with pytest.raises(HistoryError, match=f"beyond the retained history.*available: from build {builds[1]}"):
+        published_balance(warehouse, "delta", "m1", build=builds[0])
+    assert published_balance(warehouse, "delta", "m1", build=builds[1]).rows[0]["pending_balance"] == Decimal("9.00")
