@@ -40,11 +40,10 @@ from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
 from payledger.sparkwork import WorkCounter, by_node
-from payledger.warehouse import VIEW
+from payledger.warehouse import LANDING_EVENTS, VIEW
 
 CANONICAL = "int_payment_events_classified"
 CHECKPOINT = "int_merchant_daily_balances"
-LANDING = "payledger_raw.payment_events"
 REBUILD_MODELS = (
     "int_balance_slices_invalidated",
     "int_balance_merchants_invalidated",
@@ -174,7 +173,7 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
         seconds += _model_seconds(build)
         seconds_by_node |= {node: round(t, 2) for node, t in build.timings(("model", "snapshot")).items()}
         canonical[label] = metrics.rows_read(first, CANONICAL)
-        landing += metrics.rows_read(first, LANDING)
+        landing += metrics.rows_read(first, LANDING_EVENTS)
         checkpoint += metrics.rows_read(first, CHECKPOINT)
         last_ids[label] = metrics.last_id()
     return Phase(name, seconds, canonical, landing, written, seconds_by_node, checkpoint, last_ids, jobs, executions, work)
@@ -240,7 +239,7 @@ def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
         "where not (p.available_balance <=> v.available_balance and p.pending_balance <=> v.pending_balance "
         "and p.reserve_hold <=> v.reserve_hold)"
     ).first()["n"]
-    rows = metrics.rows_read(first, LANDING)
+    rows = metrics.rows_read(first, LANDING_EVENTS)
     return Phase("P peer job", seconds, {}, rows, 0, {}, spark_jobs=work.spark_jobs, sql_executions=work.sql_executions), int(differing)
 
 

@@ -12,7 +12,9 @@ small JSON document beside the tables, ``<warehouse>/published/<format>/merchant
   ``committed_at`` (when the version was committed), the build's ``events_watermark`` and
   ``policy_observed_at`` (from ``payledger.balance_invalidations``), and ``read_version``: the
   version readers open, ``version`` itself or, once table maintenance rewrote the files (same rows,
-  ``follow_maintenance``), the maintenance commit after it;
+  ``follow_maintenance``), the maintenance commit after it; ``source_location``: the folder of the
+  landing table of events, whose newest position readers compare with the watermark
+  (``source_position``);
 - ``previous``: the publications before it, newest first, at most ``KEEP - 1``;
 - ``last_failed_build``: the latest invocation that ran the view or its reconciliation and failed
   (``invocation_id``, ``failed_at``, ``failures``: dbt's messages), or null. It published nothing.
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from payledger.warehouse import VIEW
+from payledger.warehouse import LANDING_EVENTS, VIEW
 
 #: Publications kept in the document: the current one and the ones before it.
 KEEP = 10
@@ -72,6 +74,7 @@ class Publication:
     events_watermark: int | None = None
     policy_observed_at: str | None = None
     read_version: int | None = None
+    source_location: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Publication:
@@ -197,6 +200,39 @@ class TableVersion:
     committed_at: str
 
 
+def table_location(spark, table_format: str, table: str) -> str:
+    """The folder of ``table`` as its catalog records it (a metastore call, no Spark job)."""
+    if table_format == "delta":
+        return urlparse(spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()["data_type"]).path
+    return urlparse(spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table).location()).path
+
+
+def source_position(table_format: str, location: str) -> int | None:
+    """The newest source position (max ``ingest_seq``) in the current version of the landing
+    table at ``location``, from its file statistics, without Spark or reading data: Delta's
+    per-file ``maxValues`` (``deltalake``), Iceberg's per-file upper bounds (``pyiceberg``, from
+    the newest ``metadata/*.metadata.json`` by write time). None for an empty table or files
+    without statistics. Raises the readers' errors when the table cannot be opened."""
+    if table_format == "delta":
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        actions = pa.table(DeltaTable(location).get_add_actions(flatten=True))
+        if "max.ingest_seq" not in actions.column_names:
+            return None
+        bounds = [value for value in actions.column("max.ingest_seq").to_pylist() if value is not None]
+        return max(bounds) if bounds else None
+    from pyiceberg.table import StaticTable
+
+    metadata = max(Path(location, "metadata").glob("*.metadata.json"), key=lambda path: path.stat().st_mtime_ns)
+    files = StaticTable.from_metadata(str(metadata)).inspect.files()
+    if files.num_rows == 0:
+        return None
+    bounds = [m["ingest_seq"]["upper_bound"] for m in files.column("readable_metrics").to_pylist() if m and m.get("ingest_seq")]
+    bounds = [value for value in bounds if value is not None]
+    return max(bounds) if bounds else None
+
+
 def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersion:
     """``table``'s current version. Source: Delta: the catalog's location of the table and its log
     (``deltalake``: the version, the latest commit's timestamp); Iceberg: the table as its catalog
@@ -205,8 +241,7 @@ def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersi
     if table_format == "delta":
         from deltalake import DeltaTable
 
-        location = spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()["data_type"]
-        folder = urlparse(location).path
+        folder = table_location(spark, table_format, table)
         log = DeltaTable(folder)
         latest = log.history(1)[0]
         return TableVersion(folder, log.version(), None, _iso_from_ms(latest["timestamp"]))
@@ -313,7 +348,8 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         record_failed_build(warehouse, table_format, invocation.invocation_id, [f"publication: {error}"])
         return None
     marks = [mark for mark in rows.column("source_watermark").to_pylist() if mark is not None]
-    publication = replace(publication, source_watermark=max(marks) if marks else None)
+    source = table_location(spark, table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
+    publication = replace(publication, source_watermark=max(marks) if marks else None, source_location=source)
     record_publication(warehouse, publication)
     return publication
 

@@ -23,6 +23,7 @@ import contextlib
 import datetime as dt
 import ipaddress
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,12 +32,14 @@ from typing import Any
 
 from payledger.apikeys import ApiKey, ApiKeys
 from payledger.history import BUILD_PATTERN, CURRENCY_PATTERN, MERCHANT_PATTERN
-from payledger.publish import Publication, PublicationDocument, PublicationError, publication_path, read_document, read_published_view
+from payledger.publish import Publication, PublicationDocument, PublicationError, publication_path, read_document, read_published_view, source_position
 
 #: Seconds between two looks at the publication document.
 WATCH_INTERVAL_S = 0.5
 #: Indexes of earlier publications (``as_of_build``) kept in memory.
 CACHED_BUILDS = 3
+#: Seconds a reading of the landing table's newest position serves ``/v1/health``.
+SOURCE_POSITION_TTL_S = 2.0
 
 
 class Problem(Exception):
@@ -100,6 +103,7 @@ class PublishedBalances:
         self._seen: tuple[int, int, int] | None = None
         self._earlier: OrderedDict[str, BalanceIndex] = OrderedDict()
         self._lock = threading.Lock()
+        self._source: tuple[float, str | None, int | None] = (0.0, None, None)
 
     def refresh(self) -> bool:
         """Read the publication document if it changed (by inode, size and mtime: it is replaced by
@@ -166,12 +170,31 @@ class PublishedBalances:
             raise Problem(404, "Unknown merchant", f"no published balance for merchant {merchant_id}" + (f" in {currency}" if currency else ""))
         return {"merchant_id": merchant_id, "balances": list(entries)}
 
+    def source_position(self, publication: Publication | None) -> int | None:
+        """The landing table's newest source position (``publish.source_position``), read at most
+        every ``SOURCE_POSITION_TTL_S`` seconds; None when unknown or unreadable."""
+        location = publication.source_location if publication else None
+        read_at, seen_location, position = self._source
+        if location is None:
+            return None
+        if location != seen_location or time.monotonic() - read_at > SOURCE_POSITION_TTL_S:
+            try:
+                position = source_position(self.table_format, location)
+            except Exception:  # deltalake and pyiceberg raise their own types; health reports "unknown"
+                position = None
+            self._source = (time.monotonic(), location, position)
+        return position
+
     def health(self, now: dt.datetime | None = None) -> dict[str, Any]:
         """The response of ``GET /v1/health``: the published version, its build and age, its source
-        watermark, and whether a build failed after it (``last_failed_build``)."""
+        watermark and how far the landed events are ahead of it (``source_lag``: source positions
+        landed but not yet classified in the published version), and whether a build failed after
+        it (``last_failed_build``)."""
         document, index = self.state
         now = now or dt.datetime.now(dt.UTC)
         current = index.publication if index else None
+        position = self.source_position(current)
+        classified = None if current is None else current.events_watermark if current.events_watermark is not None else current.source_watermark
         return {
             "status": "ok" if current and not document.failed_since_published() else "degraded" if current else "unpublished",
             "table_format": self.table_format,
@@ -180,6 +203,9 @@ class PublishedBalances:
             "published_at": current.published_at if current else None,
             "age_s": round((now - dt.datetime.fromisoformat(current.published_at)).total_seconds(), 3) if current else None,
             "source_watermark": current.source_watermark if current else None,
+            "events_watermark": current.events_watermark if current else None,
+            "source_position": position,
+            "source_lag": None if position is None or classified is None else max(position - classified, 0),
             "newer_build_failed": document.failed_since_published(),
             "last_failed_build": document.last_failed_build,
             "merchants": len(index.by_merchant) if index else 0,

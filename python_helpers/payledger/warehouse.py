@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 VIEW = "payledger.merchant_balance_current"
+#: The landing table of payment events (``payledger load events``): the source positions, ingest_seq.
+LANDING_EVENTS = "payledger_raw.payment_events"
 RECONCILIATION_FAILURES = "payledger_audit.merchant_balance_reconciliation_failures"
 
 

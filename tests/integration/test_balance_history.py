@@ -24,7 +24,8 @@ from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
 from payledger.publish import read_document
-from payledger.warehouse import VIEW
+from payledger.serve import PublishedBalances
+from payledger.warehouse import LANDING_EVENTS, VIEW
 from tests import reference
 from tests.processes import Process, executable, free_port
 from tests.support import History, event, merchant, policy
@@ -253,6 +254,11 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     document = read_document(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"])
     kept = [document.current, *document.previous]
     assert [(p.invocation_id, p.version) for p in kept] == [(i, builds[i].view_version) for i in reversed(ids)], kept
+    # /v1/health: every landed event is classified in the published version, read from file statistics.
+    health = PublishedBalances(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"])
+    health.refresh()
+    landed = spark.sql(f"select max(ingest_seq) from {LANDING_EVENTS}").first()[0]
+    assert (health.health()["source_position"], health.health()["source_lag"]) == (landed, 0), health.health()
 
     # balance --build: each build's version holds exactly the reference fold of that build's inputs.
     for build_id, state in zip(ids, states, strict=True):

@@ -11,6 +11,7 @@ import re
 import socket
 import threading
 import time
+from dataclasses import replace
 from decimal import Decimal
 
 import pyarrow as pa
@@ -150,6 +151,26 @@ def test_a_failed_build_keeps_the_served_version_and_health_says_so(served):
     assert (health["published_version"], health["published_by_build"], health["source_watermark"]) == (0, BUILD_A, 41)
     assert health["age_s"] > 0
     assert client.get("/v1/merchants/m1/balances", params={"currency": "USD"}).json()["balances"][0]["pending"] == "4.00"
+
+
+def test_health_reports_how_far_the_landed_events_are_ahead_of_the_published_version(served, monkeypatch):
+    from deltalake import write_deltalake
+
+    root, balances, client = served
+    monkeypatch.setattr("payledger.serve.SOURCE_POSITION_TTL_S", 0)
+    table, landing = first_publication(root), root / "landing"
+    write_deltalake(str(landing), pa.table({"ingest_seq": pa.array(range(1, 51), pa.int64())}))
+    publication = Publication("delta", str(table), 0, None, BUILD_B, 41, "2026-11-26T11:00:00.000000+00:00", events_watermark=45, source_location=str(landing))
+    record_publication(root / "warehouse", publication)
+    balances.refresh()
+    health = client.get("/v1/health").json()
+    assert (health["source_position"], health["events_watermark"], health["source_lag"]) == (50, 45, 5)
+    write_deltalake(str(landing), pa.table({"ingest_seq": pa.array(range(51, 61), pa.int64())}), mode="append")
+    assert client.get("/v1/health").json()["source_lag"] == 15, "a new load moves the lag"
+    # The first publication recorded no landing table: unknown, not zero.
+    record_publication(root / "warehouse", replace(publication, source_location=None, invocation_id=BUILD_A))
+    balances.refresh()
+    assert (client.get("/v1/health").json()["source_position"], client.get("/v1/health").json()["source_lag"]) == (None, None)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "example.com", "::"])
