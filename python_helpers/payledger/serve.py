@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import ipaddress
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -53,20 +54,32 @@ class Problem(Exception):
 @dataclass(frozen=True)
 class BalanceIndex:
     """One published version in memory: ``by_merchant[merchant_id]`` is the tuple of that merchant's
-    entries (one per currency, sorted by currency), each a dict of JSON-ready values (amounts as
-    decimal strings in the currency's major unit, times as ISO 8601 UTC)."""
+    entries (one per currency, sorted by currency), each ``(currency, entry)`` with the entry
+    already encoded as a JSON object (amounts as decimal strings in the currency's major unit,
+    times as ISO 8601 UTC), so that a request only joins bytes."""
 
     publication: Publication
-    by_merchant: dict[str, tuple[dict[str, Any], ...]]
+    by_merchant: dict[str, tuple[tuple[str, bytes], ...]]
 
     @classmethod
     def load(cls, publication: Publication) -> BalanceIndex:
         """Read ``publication``'s rows (``read_published_view``); ``PublicationError`` when they
         cannot be read."""
-        grouped: dict[str, list[dict[str, Any]]] = {}
+        grouped: dict[str, list[tuple[str, bytes]]] = {}
+        encode = json.JSONEncoder(separators=(",", ":")).encode
         for row in read_published_view(publication).to_pylist():
-            grouped.setdefault(row["merchant_id"], []).append(_entry(row, publication))
-        return cls(publication, {merchant: tuple(sorted(rows, key=lambda r: r["currency"])) for merchant, rows in grouped.items()})
+            grouped.setdefault(row["merchant_id"], []).append((row["currency"], encode(_entry(row, publication)).encode()))
+        return cls(publication, {merchant: tuple(sorted(entries)) for merchant, entries in grouped.items()})
+
+    def body(self, merchant_id: str, currency: str | None = None) -> bytes | None:
+        """The JSON response for ``merchant_id`` (only ``currency`` when given), or None when the
+        version holds no such balance."""
+        entries = self.by_merchant.get(merchant_id, ())
+        if currency is not None:
+            entries = tuple(entry for entry in entries if entry[0] == currency)
+        if not entries:
+            return None
+        return b'{"merchant_id":' + json.dumps(merchant_id).encode() + b',"balances":[' + b",".join(entry for _, entry in entries) + b"]}"
 
 
 def _iso(value: Any) -> str | None:
@@ -149,8 +162,8 @@ class PublishedBalances:
                 self._earlier.popitem(last=False)
         return index
 
-    def balances(self, merchant_id: str, currency: str | None = None, as_of_build: str | None = None, key: ApiKey | None = None) -> dict[str, Any]:
-        """The response of ``GET /v1/merchants/{merchant_id}/balances``; ``Problem`` on errors. With
+    def balances(self, merchant_id: str, currency: str | None = None, as_of_build: str | None = None, key: ApiKey | None = None) -> bytes:
+        """The JSON body of ``GET /v1/merchants/{merchant_id}/balances``; ``Problem`` on errors. With
         ``key``, a merchant the key may not read is answered exactly as an unknown one."""
         if not MERCHANT_PATTERN.fullmatch(merchant_id):
             raise Problem(422, "Malformed merchant id", f"merchant id must match {MERCHANT_PATTERN.pattern}")
@@ -163,12 +176,10 @@ class PublishedBalances:
             raise Problem(503, "Nothing published", "no build has published a version of the view yet")
         if as_of_build is not None:
             index = self.index_of_build(document, as_of_build)
-        entries = index.by_merchant.get(merchant_id, ()) if key is None or key.may_read(merchant_id) else ()
-        if currency is not None:
-            entries = tuple(e for e in entries if e["currency"] == currency)
-        if not entries:
+        body = index.body(merchant_id, currency) if key is None or key.may_read(merchant_id) else None
+        if body is None:
             raise Problem(404, "Unknown merchant", f"no published balance for merchant {merchant_id}" + (f" in {currency}" if currency else ""))
-        return {"merchant_id": merchant_id, "balances": list(entries)}
+        return body
 
     def source_position(self, publication: Publication | None) -> int | None:
         """The landing table's newest source position (``publish.source_position``), read at most
@@ -212,15 +223,38 @@ class PublishedBalances:
         }
 
 
+def _response_models():
+    """The response's shape for OpenAPI (``/docs``); responses are encoded ahead, not validated."""
+    from pydantic import BaseModel
+
+    class Balance(BaseModel):
+        currency: str
+        available: str
+        pending: str
+        reserve_hold: str
+        last_event_time: str | None
+        source_watermark: int | None
+        policy_observed_at: str | None
+        published_version: int
+        published_by_build: str
+
+    class MerchantBalances(BaseModel):
+        merchant_id: str
+        balances: list[Balance]
+
+    return MerchantBalances
+
+
 def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTERVAL_S, keys: ApiKeys | None = None):
     """The ASGI application (FastAPI) over ``balances``; it refreshes them every
     ``watch_interval_s`` seconds while it runs (a failed refresh keeps the served version). With
     ``keys`` (at least one), every ``/v1`` request needs one of them as a bearer token."""
     from fastapi import Depends, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
     from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+    MerchantBalances = _response_models()
     bearer = HTTPBearer(auto_error=False, description="An API key from the server's key file (payledger api-key add).")
 
     def caller(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> ApiKey | None:
@@ -263,13 +297,13 @@ def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTE
     async def on_invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
         return problem(422, "Malformed request", "; ".join(str(e.get("msg")) for e in error.errors()))
 
-    @app.get("/v1/merchants/{merchant_id}/balances")
+    @app.get("/v1/merchants/{merchant_id}/balances", response_model=MerchantBalances)
     def merchant_balances(
         merchant_id: str, currency: str | None = Query(None), as_of_build: str | None = Query(None), key: ApiKey | None = Depends(caller)
-    ) -> dict[str, Any]:
+    ) -> Response:
         """One entry per currency of the merchant's balances in the published version (or the
         version ``as_of_build`` published): decimal strings in the currency's major unit."""
-        return balances.balances(merchant_id, currency, as_of_build, key)
+        return Response(balances.balances(merchant_id, currency, as_of_build, key), media_type="application/json")
 
     @app.get("/v1/health", dependencies=[Depends(caller)])
     def health() -> dict[str, Any]:
