@@ -9,7 +9,7 @@ STAMP := $(VENV)/.payledger-installed
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
 export PAYLEDGER_HOME := $(CURDIR)
 
-.PHONY: help setup demo test soak lint docs thrift serve bench bench-aging maintain clean
+.PHONY: help setup demo test soak lint docs thrift serve bench bench-aging bench-serve maintain clean
 
 PYTEST_ARGS ?=
 # The table format of soak and bench runs (make test runs both formats).
@@ -79,6 +79,9 @@ bench: setup ## Benchmark incremental maintenance (EVENTS=30000000 MERCHANTS=500
 
 bench-aging: setup ## Many small scheduled builds with maintenance (AGING_BUILDS=100 on AGING_EVENTS=3000000); writes target/bench_aging.json and .png
 	PAYLEDGER_FORMAT=$(FORMAT) $(VENV)/bin/payledger bench-aging --events $(AGING_EVENTS) --merchants $(AGING_MERCHANTS) --builds $(AGING_BUILDS)
+
+bench-serve: setup ## Load-test payledger serve and time payledger balance on both formats (EVENTS=30000000 MERCHANTS=50000); writes target/bench_serve_<format>.json
+	for format in delta iceberg; do PAYLEDGER_FORMAT=$$format $(VENV)/bin/payledger bench-serve --events $(EVENTS) --merchants $(MERCHANTS) || exit 1; done
 
 maintain: setup ## Table maintenance of the default warehouse now: compaction, delete purge, retention (what the cron build does when due)
 	$(VENV)/bin/payledger maintain

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pip cannot: a Java runtime for Spark, Maven (fetches the Delta and Iceberg jars of
-# pom.xml from Maven Central) and headless Chromium with its WebDriver (the docs browser test).
+# pom.xml from Maven Central), headless Chromium with its WebDriver (the docs browser test) and wrk
+# (the HTTP load generator of make bench-serve).
 # Idempotent; needs root (or sudo) only when something is missing.
 set -euo pipefail
 missing=()
@@ -8,6 +9,7 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "install_system_packages: installing ${missing[*]}"
 sudo=""

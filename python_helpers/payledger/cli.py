@@ -1,5 +1,6 @@
 """The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``serve``,
-``api-key``, ``maintain``, ``thrift``, ``demo``, ``bench`` and ``bench-aging`` over the project's warehouse.
+``api-key``, ``maintain``, ``thrift``, ``demo``, ``bench``, ``bench-aging`` and ``bench-serve`` over the project's
+warehouse.
 
 One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
 ``click.ClickException``; ``Group`` turns the errors commands meet in use, a file that does not load,
@@ -562,6 +563,26 @@ def bench_command(events: int, merchants: int) -> None:
     from payledger.spark import PROJECT_ROOT
 
     run_bench(events, merchants, _report_console(Console), PROJECT_ROOT / "data" / "bench", PROJECT_ROOT / "target" / "bench.json")
+
+
+@main.command("bench-serve")
+@click.option("--events", type=click.IntRange(min=10_000), default=30_000_000, show_default=True)
+@click.option("--merchants", type=click.IntRange(min=100), default=50_000, show_default=True)
+@click.option("--seconds", type=click.IntRange(min=1), default=20, show_default=True, help="Length of the idle load run.")
+@click.option("--connections", type=click.IntRange(min=1), default=8, show_default=True, help="wrk's open connections.")
+def bench_serve_command(events: int, merchants: int, seconds: int, connections: int) -> None:
+    """Load-test payledger serve (idle and under a build) and time payledger balance from new
+    processes; writes target/bench_serve_<format>.json."""
+    from payledger.bench import bench_environment
+
+    bench_environment("bench_serve")
+    from rich.console import Console
+
+    from payledger.bench_serve import run_bench_serve
+    from payledger.spark import PROJECT_ROOT
+
+    console, data = _report_console(Console), PROJECT_ROOT / "data" / "bench_serve"
+    run_bench_serve(console, data, PROJECT_ROOT / "target", events=events, merchants=merchants, seconds=seconds, connections=connections)
 
 
 @main.command("bench-aging")

@@ -67,3 +67,78 @@ def test_small_build_targets_are_met_or_missed_by_their_limits():
     assert not any("Spark jobs" in name or name.startswith("newcomer") for name in iceberg), iceberg
     unmeasured = next(t for t in small_build_targets(fast, "iceberg", cold=[], newcomer=[]) if t["name"].startswith("payledger build"))
     assert unmeasured["value"] is None and not unmeasured["met"]
+
+
+def test_the_serving_targets_are_met_or_missed_by_their_limits():
+    from payledger.bench_serve import LoadResult, combined, serve_targets
+
+    fast, slow = LoadResult(30_000, 20.0, 0, 1.0, 4.0, 9.0), LoadResult(4_000, 5.0, 0, 3.0, 12.5, 40.0)
+    live = combined([fast, slow])
+    assert (live.requests, live.seconds, live.p99_ms) == (34_000, 25.0, 12.5), "the worst slice's p99"
+    found = {t["name"]: t["met"] for t in serve_targets(fast, live, [0.6, 0.9, 1.2])}
+    assert found == {
+        "requests/s, idle": True,
+        "p99 ms, idle": True,
+        "requests/s, under a build": True,
+        "p99 ms, under a build": False,
+        "payledger balance, s (slowest)": False,
+    }
+    failing = LoadResult(30_000, 20.0, 3, 1.0, 4.0, 9.0)
+    assert not any(t["met"] for t in serve_targets(failing, failing, [0.5]) if "idle" in t["name"]), "errors miss the target"
+
+
+def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
+    """The bench's wrk script against a real server: answers for published merchants count as
+    requests; a merchant the version lacks (404) counts as an error."""
+    import json
+    import socket
+    import threading
+    import time
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import uvicorn
+    from deltalake import write_deltalake
+
+    from payledger.bench_serve import WRK_SCRIPT, run_wrk
+    from payledger.publish import Publication, record_publication
+    from payledger.serve import PublishedBalances, create_app
+
+    ids = [f"m{i}" for i in range(20)]
+    amounts = pa.array([Decimal("1.00")] * len(ids), pa.decimal128(18, 2))
+    none = pa.array([None] * len(ids), pa.timestamp("us", tz="UTC"))
+    rows = pa.table(
+        {
+            "merchant_id": ids,
+            "currency": ["USD"] * len(ids),
+            "available_balance": amounts,
+            "pending_balance": amounts,
+            "reserve_hold": amounts,
+            "last_event_time": none,
+            "source_watermark": pa.array(range(len(ids)), pa.int64()),
+            "policy_observed_at": none,
+        }
+    )
+    write_deltalake(str(tmp_path / "view"), rows)
+    record_publication(tmp_path / "warehouse", Publication("delta", str(tmp_path / "view"), 0, None, "b", 19, "2026-11-26T10:00:00+00:00"))
+    balances = PublishedBalances(tmp_path / "warehouse", "delta")
+    balances.refresh()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(balances, watch_interval_s=3600), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        published, unknown = tmp_path / "published.lua", tmp_path / "unknown.lua"
+        published.write_text(WRK_SCRIPT % (",".join(json.dumps(i) for i in ids), 1))
+        unknown.write_text(WRK_SCRIPT % (json.dumps("nobody"), 1))
+        good, bad = run_wrk(port, published, 1, 2), run_wrk(port, unknown, 1, 2)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+    assert good.requests > 10 and good.errors == 0 and 0 < good.p50_ms <= good.p99_ms <= good.max_ms, good
+    assert bad.requests > 10 and bad.errors == bad.requests, bad

@@ -1,0 +1,351 @@
+"""``payledger bench-serve``: how fast ``payledger serve`` and ``payledger balance`` answer.
+
+On a warehouse of its own (``warehouse/bench_serve``), in the session's table format: a history of
+``events`` events is generated, loaded and built once with every test, so that a version is
+published (kept for the next run with the same sizes). Then, each against 127.0.0.1:
+- ``payledger serve`` runs as its own process (as ``make serve`` runs it); its resident memory is
+  read (``/proc/<pid>/status``, VmRSS) once the published version is loaded, and compared with a
+  server of nothing published, per million keys (merchant, currency rows);
+- idle: ``wrk`` (one thread, ``connections`` connections, a Lua script drawing merchants at random
+  from the published view) for ``seconds``: requests per second, p50/p99/max latency, errors;
+- under a build: a new batch is loaded and built (with its tests) in this process while ``wrk``
+  runs in slices of ``SLICE_S`` seconds until the server serves the build's publication; reported
+  per slice and over all of them (requests per second overall, the worst slice's p99);
+- ``payledger balance MERCHANT_ID`` from a new process, ``CLI_RUNS`` times, each wall time.
+Writes ``target/bench_serve_<format>.json`` and prints the targets of ``serve_targets`` as met or
+missed. Timings are measured, never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+#: Seconds of each load slice while a build runs.
+SLICE_S = 5
+#: ``payledger balance`` runs from new processes.
+CLI_RUNS = 5
+#: Merchants the load generator draws from (a random sample of the view's).
+SAMPLED_MERCHANTS = 20_000
+#: The targets (issue 27): requests/s at least, p99 at most (ms), balance CLI wall at most (s).
+MIN_RPS, MAX_P99_MS, MAX_CLI_S = 1000.0, 10.0, 1.0
+
+#: wrk's Lua: a random merchant per request; one JSON line of figures at the end.
+WRK_SCRIPT = """
+local ids = {%s}
+math.randomseed(%d)
+request = function()
+  return wrk.format("GET", "/v1/merchants/" .. ids[math.random(#ids)] .. "/balances")
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests": %%d, "duration_us": %%d, "errors": %%d, "non_2xx": %%d, "p50_us": %%d, "p99_us": %%d, "max_us": %%d}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+"""
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """One ``wrk`` run: ``requests`` answered in ``seconds``, ``errors`` (connection errors,
+    timeouts and non-2xx answers), latency percentiles in milliseconds."""
+
+    requests: int
+    seconds: float
+    errors: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @classmethod
+    def parse(cls, output: str) -> LoadResult:
+        """The figures of the script's ``WRKJSON`` line in ``output``; ``ValueError`` without one."""
+        line = next((line for line in output.splitlines() if line.startswith("WRKJSON ")), None)
+        if line is None:
+            raise ValueError(f"wrk printed no figures: {output[-500:]}")
+        data = json.loads(line.removeprefix("WRKJSON "))
+        return cls(data["requests"], data["duration_us"] / 1e6, data["errors"], data["p50_us"] / 1000, data["p99_us"] / 1000, data["max_us"] / 1000)
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"rps": round(self.rps, 1)}
+
+
+def combined(slices: list[LoadResult]) -> LoadResult:
+    """Slices as one run: totals, and the worst slice's percentiles (percentiles do not add up)."""
+    return LoadResult(
+        sum(s.requests for s in slices),
+        sum(s.seconds for s in slices),
+        sum(s.errors for s in slices),
+        max(s.p50_ms for s in slices),
+        max(s.p99_ms for s in slices),
+        max(s.max_ms for s in slices),
+    )
+
+
+def serve_targets(idle: LoadResult, live: LoadResult, cli_seconds: list[float]) -> list[dict]:
+    """The targets, each ``{name, value, limit, met, detail}``: requests/s and p99 with no errors,
+    idle and under a build, and the slowest ``payledger balance`` from a new process."""
+
+    def target(name: str, value: float, limit: float, met: bool, detail: str) -> dict:
+        return {"name": name, "value": round(value, 3), "limit": limit, "met": met, "detail": detail}
+
+    found = []
+    for phase, load in (("idle", idle), ("under a build", live)):
+        found.append(target(f"requests/s, {phase}", load.rps, MIN_RPS, load.rps >= MIN_RPS and load.errors == 0, f"{load.errors} errors"))
+        found.append(target(f"p99 ms, {phase}", load.p99_ms, MAX_P99_MS, load.p99_ms <= MAX_P99_MS and load.errors == 0, f"p50 {load.p50_ms:.2f} ms"))
+    slowest = max(cli_seconds)
+    found.append(target("payledger balance, s (slowest)", slowest, MAX_CLI_S, slowest <= MAX_CLI_S, f"median {statistics.median(cli_seconds):.2f} s"))
+    return found
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _health(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=5) as response:
+        return json.load(response)
+
+
+class Server:
+    """A ``payledger serve`` process on a free port of 127.0.0.1, over ``warehouse``."""
+
+    def __init__(self, warehouse: Path, table_format: str, log: Path) -> None:
+        self.port = _free_port()
+        env = os.environ | {"PAYLEDGER_WAREHOUSE": str(warehouse), "PAYLEDGER_FORMAT": table_format}
+        argv = [str(Path(sys.executable).with_name("payledger")), "serve", "--port", str(self.port)]
+        self.log = open(log, "w")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.started = time.monotonic()
+
+    def wait(self, ready, timeout_s: float = 600) -> dict:
+        """Poll ``/v1/health`` until ``ready(health)``; returns that health. ``RuntimeError`` when the
+        server exits or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"payledger serve exited with {self.process.returncode} (log: {self.log.name})")
+            try:
+                health = _health(self.port)
+                if ready(health):
+                    return health
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"payledger serve was not ready within {timeout_s} s (log: {self.log.name})")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+def run_wrk(port: int, script: Path, seconds: float, connections: int) -> LoadResult:
+    """One ``wrk`` run (one thread) against the server."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not installed (make setup installs it from Debian's packages)")
+    argv = [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "2s", "-s", str(script), f"http://127.0.0.1:{port}"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return LoadResult.parse(done.stdout + done.stderr)
+
+
+def _ensure_published(spark, console: Console, data_dir: Path, events: int, merchants: int) -> Path:
+    """The warehouse's publication of a view built from ``events`` events, built (and published)
+    when the warehouse holds no such one; returns the history's folder (for a new batch)."""
+    from payledger import scenario
+    from payledger.dbt import run_dbt
+    from payledger.formats import session_format
+    from payledger.publish import read_document
+    from payledger.spark import default_warehouse
+    from payledger.warehouse import drop_project_schemas
+
+    warehouse, table_format = default_warehouse(), session_format(spark)
+    history = data_dir / "history"
+    marker = warehouse / f"bench_serve_{table_format}.json"
+    wanted = {"events": events, "merchants": merchants}
+    from payledger.generate import EVENT_FILE
+
+    if not (history / EVENT_FILE).exists() or json.loads((history / "sizes.json").read_text() if (history / "sizes.json").exists() else "{}") != wanted:
+        shutil.rmtree(history, ignore_errors=True)
+        scenario.generate_history(history, events, merchants)
+        (history / "sizes.json").write_text(json.dumps(wanted))
+    if marker.exists() and json.loads(marker.read_text()) == wanted and read_document(warehouse, table_format).current is not None:
+        console.print(f"reusing the published view of {events:,} events ({marker})")
+        return history
+    drop_project_schemas(spark)
+    scenario.load_history(spark, history, warehouse)
+    started = time.monotonic()
+    build = run_dbt("build")
+    if not build.success or build.publication is None:
+        raise scenario.BuildFailed(f"the initial build published nothing: {build.failures() or build.exception}")
+    console.print(f"built and published {events:,} events in {time.monotonic() - started:.0f} s")
+    marker.write_text(json.dumps(wanted))
+    return history
+
+
+def run_bench_serve(console: Console, data_dir: Path, out_dir: Path, *, events: int, merchants: int, seconds: int = 20, connections: int = 8) -> dict:
+    """Run the serving bench (see the module docstring); returns the figures written to
+    ``out_dir/bench_serve_<format>.json``. Raises ``scenario.BuildFailed`` when a build fails and
+    ``RuntimeError`` when the server or wrk cannot run."""
+    from payledger import scenario
+    from payledger.dbt import run_dbt
+    from payledger.formats import session_format
+    from payledger.generate import EVENT_FILE
+    from payledger.load import load_file
+    from payledger.publish import read_document, read_published_view
+    from payledger.spark import default_warehouse, get_spark
+
+    spark = get_spark()
+    table_format, warehouse = session_format(spark), default_warehouse()
+    history = _ensure_published(spark, console, data_dir, events, merchants)
+    publication = read_document(warehouse, table_format).current
+    keys = read_published_view(publication, columns=("merchant_id",)).column("merchant_id").to_pylist()
+    merchant_ids = sorted(set(keys))
+    sample = random.Random(7).sample(merchant_ids, min(SAMPLED_MERCHANTS, len(merchant_ids)))
+    logs = out_dir / "bench_serve_logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    script = logs / "balances.lua"
+    script.write_text(WRK_SCRIPT % (",".join(json.dumps(m) for m in sample), 42))
+
+    # Resident memory: a server with the published version loaded, against one with nothing.
+    with tempfile.TemporaryDirectory() as empty:
+        bare = Server(Path(empty), table_format, logs / "serve_empty.log")
+        try:
+            bare.wait(lambda health: health["status"] == "unpublished")
+            bare_kb = _rss_kb(bare.process.pid)
+        finally:
+            bare.stop()
+    server = Server(warehouse, table_format, logs / f"serve_{table_format}.log")
+    try:
+        server.wait(lambda health: health["published_by_build"] == publication.invocation_id)
+        loaded_s = time.monotonic() - server.started
+        loaded_kb = _rss_kb(server.process.pid)
+        per_million_mb = (loaded_kb - bare_kb) / 1024 / len(keys) * 1_000_000
+        console.print(
+            f"serving {len(keys):,} keys of {len(merchant_ids):,} merchants; ready in {loaded_s:.1f} s; "
+            f"RSS {loaded_kb / 1024:.0f} MB ({bare_kb / 1024:.0f} MB with nothing published)"
+        )
+
+        cpu_before, children_before = _cpu_s(server.process.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+        idle = run_wrk(server.port, script, seconds, connections)
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        idle_cpu = {
+            "server_cpu_s": round(_cpu_s(server.process.pid) - cpu_before, 2),
+            "wrk_cpu_s": round(children_after.ru_utime + children_after.ru_stime - children_before.ru_utime - children_before.ru_stime, 2),
+        }
+        console.print(f"idle: {idle.rps:,.0f} requests/s, p50 {idle.p50_ms:.2f} ms, p99 {idle.p99_ms:.2f} ms, {idle.errors} errors; CPU {idle_cpu}")
+
+        # Under a build: a new batch loaded and built here while wrk runs in slices.
+        batch = data_dir / "batch"
+        shutil.rmtree(batch, ignore_errors=True)
+        stamp = int(time.time())
+        scenario.generate_new_batch(
+            history, batch, events=max(1000, events // 5000), merchants=merchants, days=2, end_date=scenario.END_DATE, seed=stamp, id_prefix=f"s{stamp}_"
+        )
+        outcome: dict = {}
+
+        def build() -> None:
+            started = time.monotonic()
+            try:
+                load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
+                result = run_dbt("build")
+                outcome.update(success=result.success, publication=result.publication, failures=result.failures())
+            except Exception as error:  # reported below; the load must stop either way
+                outcome.update(success=False, publication=None, failures=[repr(error)])
+            outcome["seconds"] = round(time.monotonic() - started, 1)
+
+        builder = threading.Thread(target=build)
+        builder.start()
+        slices = []
+        while builder.is_alive():
+            slices.append(run_wrk(server.port, script, SLICE_S, connections))
+        new = outcome.get("publication")
+        if not outcome.get("success") or new is None:
+            raise scenario.BuildFailed(f"the build under load published nothing: {outcome.get('failures')}")
+        switch_started = time.monotonic()
+        while _health(server.port)["published_by_build"] != new.invocation_id:
+            slices.append(run_wrk(server.port, script, 1, connections))
+            if time.monotonic() - switch_started > 600:
+                raise RuntimeError("the server did not switch to the new publication within 600 s")
+        live = combined(slices)
+        console.print(
+            f"under a build ({outcome['seconds']} s, {len(slices)} slices): {live.rps:,.0f} requests/s, worst p99 {live.p99_ms:.2f} ms, {live.errors} errors"
+        )
+    finally:
+        server.stop()
+
+    cli = []
+    env = os.environ | {"PAYLEDGER_WAREHOUSE": str(warehouse), "PAYLEDGER_FORMAT": table_format}
+    payledger = str(Path(sys.executable).with_name("payledger"))
+    for merchant_id in random.Random(11).sample(merchant_ids, min(CLI_RUNS, len(merchant_ids))):
+        started = time.monotonic()
+        subprocess.run([payledger, "balance", merchant_id, "--format", "json"], env=env, check=True, capture_output=True)
+        cli.append(round(time.monotonic() - started, 3))
+
+    found = serve_targets(idle, live, cli)
+    figures = {
+        "table_format": table_format,
+        "events": events,
+        "merchants": len(merchant_ids),
+        "keys": len(keys),
+        "connections": connections,
+        "server_ready_s": round(loaded_s, 2),
+        "server_rss_mb": round(loaded_kb / 1024, 1),
+        "server_rss_unpublished_mb": round(bare_kb / 1024, 1),
+        "rss_mb_per_million_keys": round(per_million_mb, 1),
+        "idle": idle.as_dict() | idle_cpu,
+        "under_build": live.as_dict() | {"build_s": outcome["seconds"], "slices": [s.as_dict() for s in slices]},
+        "balance_cli_s": cli,
+        "targets": found,
+    }
+    table = Table(title=f"bench-serve targets ({table_format})")
+    for column in ("target", "measured", "limit", "", "detail"):
+        table.add_column(column)
+    for target in found:
+        table.add_row(target["name"], f"{target['value']:g}", f"{target['limit']:g}", "[green]met[/]" if target["met"] else "[red]missed[/]", target["detail"])
+    console.print(table)
+    console.print(f"memory: {per_million_mb:,.0f} MB of resident memory per million keys")
+    out = out_dir / f"bench_serve_{table_format}.json"
+    out.write_text(json.dumps(figures, indent=2) + "\n")
+    console.print(f"wrote {out}")
+    return figures
