@@ -1,5 +1,5 @@
 """The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``serve``,
-``api-key``, ``maintain``, ``thrift``, ``demo``, ``bench``, ``bench-aging`` and ``bench-serve`` over the project's
+``api-key``, ``publish``, ``maintain``, ``thrift``, ``demo``, ``bench``, ``bench-aging`` and ``bench-serve`` over the project's
 warehouse.
 
 One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
@@ -506,6 +506,31 @@ def maintain_command(retention_hours: float | None, every_commits: int, wait_s: 
         raise WarehouseLocked(str(locked)) from None
     for table in done:
         click.echo(json.dumps(table.as_dict()))
+
+
+@main.command("publish")
+@click.option("--version", "version", type=int, required=True, help="The view's version to publish (Delta table version, Iceberg snapshot id).")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build (exit 75 after).")
+def publish_command(version: int, wait_s: float) -> None:
+    """Operators only: publish a committed, retained VERSION of the view by hand (a rollback), until
+    the next build publishes. Readers (payledger serve, payledger balance, the relation
+    payledger.merchant_balance_published) switch to it. Refuses a version that is not committed or
+    whose files retention removed. Runs under the build lock. Prints the publication as JSON."""
+    from dataclasses import asdict
+
+    from payledger.locks import BuildLocked, build_lock
+    from payledger.publish import PublicationError, publish_version
+    from payledger.spark import default_warehouse, get_spark
+
+    warehouse = default_warehouse()
+    try:
+        with build_lock(warehouse, wait_s):
+            publication = publish_version(get_spark(), warehouse, version)
+    except BuildLocked as locked:
+        raise WarehouseLocked(str(locked)) from None
+    except PublicationError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(json.dumps(asdict(publication)))
 
 
 @main.command("thrift")

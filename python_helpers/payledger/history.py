@@ -175,7 +175,7 @@ def choose_build(builds: list[PublishedBuild], as_of: dt.datetime | None = None,
         if not before:
             first = dated[0].describe() if dated else builds[0].describe()
             raise HistoryError(f"{as_of.isoformat(sep=' ')} is before the first build, {first}; {_available(builds)}")
-        return before[-1]
+        return max(reversed(before), key=lambda b: b.committed_at)  # a rollback republishes an older version
     return builds[-1]
 
 

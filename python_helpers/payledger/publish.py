@@ -39,6 +39,9 @@ from payledger.warehouse import LANDING_EVENTS, VIEW
 
 #: Publications kept in the document: the current one and the ones before it.
 KEEP = 10
+#: The relation Spark readers (``payledger sql``, the Thrift target, BI tools) query for the published
+#: version: a view over the view's table at that version (``VERSION AS OF``), replaced on each publication.
+PUBLISHED_RELATION = "payledger.merchant_balance_published"
 #: The nodes whose success in one invocation makes the view's version published.
 VIEW_NODE = "model.payledger.merchant_balance_current"
 RECONCILIATION_NODE = "test.payledger.assert_merchant_balance_current_reconciles"
@@ -351,6 +354,73 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     source = table_location(spark, table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
     publication = replace(publication, source_watermark=max(marks) if marks else None, source_location=source)
     record_publication(warehouse, publication)
+    point_relation(spark, publication)
+    return publication
+
+
+def point_relation(spark, publication: Publication) -> None:
+    """Replace ``PUBLISHED_RELATION`` with a view of the view's table at ``publication``'s readable
+    version (one metastore statement; Spark resolves the version when a query reads it)."""
+    spark.sql(f"create or replace view {PUBLISHED_RELATION} as select * from {VIEW} version as of {publication.readable_version}")
+
+
+def publish_version(spark, warehouse: Path, version: int) -> Publication:
+    """Publish the view's committed ``version`` (a Delta table version or an Iceberg snapshot id) by
+    hand, for a rollback: it becomes the current publication (the one it replaces moves to
+    ``previous``) until a build publishes again. The caller holds the warehouse's build lock.
+
+    The build is the one ``balance_invalidations`` recorded for that version (for a maintenance
+    commit, for the version it rewrote). Raises ``PublicationError`` when ``version`` is not a
+    committed version of the view, when retention removed its files (and no later maintenance
+    commit holds the same rows), or when no build recorded it.
+    """
+    from payledger.formats import readable_commits, session_format, table_commits, utc_from_micros
+    from payledger.history import AUDIT, read_version
+
+    table_format = session_format(spark)
+    commits = table_commits(spark, VIEW)
+    by_version = {commit.version: commit for commit in commits}
+    if version not in by_version:
+        recent = ", ".join(str(commit.version) for commit in commits[-5:])
+        raise PublicationError(f"{version} is not a committed version of {VIEW} (the latest: {recent or 'none'})")
+    readable = read_version(commits, {commit.version for commit in readable_commits(spark, VIEW)}, version)
+    if readable is None:
+        raise PublicationError(f"version {version} of {VIEW} is beyond the retained history: maintenance removed its files")
+    built = version
+    while by_version[built].kind == "maintenance" and by_version[built].parent in by_version:
+        built = by_version[built].parent  # a compaction holds the rows of the version it rewrote
+    recorded = spark.sql(
+        f"""
+        select invocation_id, max(events_watermark) as events_watermark, unix_micros(max(policy_observed_at)) as observed_us
+        from {AUDIT} where view_version = {int(built)} group by invocation_id
+        """
+    ).collect()
+    if not recorded:
+        raise PublicationError(f"no build recorded version {built} of {VIEW} in {AUDIT}: it cannot be published")
+    view = committed_version(spark, table_format)
+    source = table_location(spark, table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
+    committed_at = by_version[version].committed_at.astimezone(dt.UTC).isoformat(timespec="milliseconds")
+    publication = Publication(
+        table_format,
+        view.location,
+        version,
+        view.metadata_file,
+        recorded[0]["invocation_id"],
+        None,
+        _now(),
+        committed_at,
+        recorded[0]["events_watermark"],
+        None if recorded[0]["observed_us"] is None else _iso(utc_from_micros(recorded[0]["observed_us"])),
+        None if readable == version else readable,
+        source,
+    )
+    try:
+        marks = [mark for mark in read_published_view(publication).column("source_watermark").to_pylist() if mark is not None]
+    except PublicationError as error:
+        raise PublicationError(f"version {version} of {VIEW} cannot be read from its files: {error}") from error
+    publication = replace(publication, source_watermark=max(marks) if marks else None)
+    record_publication(warehouse, publication)
+    point_relation(spark, publication)
     return publication
 
 
@@ -405,4 +475,5 @@ def follow_maintenance(spark, warehouse: Path) -> Publication | None:
         return current
     document.current = replace(current, read_version=view.version, metadata_file=view.metadata_file)
     write_document(warehouse, table_format, document)
+    point_relation(spark, document.current)
     return document.current

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
-from payledger.publish import read_document
+from payledger.publish import PUBLISHED_RELATION, read_document
 from payledger.serve import PublishedBalances
 from payledger.warehouse import LANDING_EVENTS, VIEW
 from tests import reference
@@ -254,6 +254,21 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     document = read_document(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"])
     kept = [document.current, *document.previous]
     assert [(p.invocation_id, p.version) for p in kept] == [(i, builds[i].view_version) for i in reversed(ids)], kept
+    # Spark readers see the published version through the relation publication replaces; an
+    # operator's rollback (payledger publish --version) re-points it and every reader, until the
+    # next publication (here: the latest version published again).
+    assert balances(spark.table(PUBLISHED_RELATION).collect()) == expected_balances(states[-1])
+    runner = CliRunner()
+    for version, state, build_id in ((builds[ids[1]].view_version, states[1], ids[1]), (builds[ids[-1]].view_version, states[-1], ids[-1])):
+        outcome = runner.invoke(main, ["publish", "--version", str(version)])
+        assert outcome.exit_code == 0 and json.loads(outcome.output)["invocation_id"] == build_id, outcome.output
+        assert balances(spark.table(PUBLISHED_RELATION).collect()) == expected_balances(state)
+        outcome = runner.invoke(main, ["balance", "t1", "--format", "json"])
+        assert json.loads(outcome.output)["build"]["invocation_id"] == build_id, outcome.output
+    outcome = runner.invoke(main, ["publish", "--version", "987654321"])
+    assert outcome.exit_code == 1 and "is not a committed version" in outcome.output, outcome.output
+    assert read_document(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"]).current.invocation_id == ids[-1], "a refused version changed nothing"
+
     # /v1/health: every landed event is classified in the published version, read from file statistics.
     health = PublishedBalances(warehouse.warehouse, os.environ["PAYLEDGER_FORMAT"])
     health.refresh()
@@ -313,7 +328,6 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
 
     # Errors: malformed values are usage errors (exit 2); a moment, build or key without a balance
     # is an error naming what is available (exit 1).
-    runner = CliRunner()
     unknown_build = "00000000-0000-0000-0000-000000000000"
     first = published[0].committed_at
     for args, status, words in [
@@ -361,6 +375,8 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     outcome = runner.invoke(main, ["balance", "r1", "--build", ids[0]])
     assert outcome.exit_code == 1 and "beyond the retained history" in outcome.output, outcome.output
     assert f"available: from build {ids[-1]}" in outcome.output, outcome.output
+    outcome = runner.invoke(main, ["publish", "--version", str(builds[ids[0]].view_version)])
+    assert outcome.exit_code == 1 and "beyond the retained history" in outcome.output, outcome.output
     # The publication follows maintenance: its rows are read from the compacted version.
     outcome = runner.invoke(main, ["balance", "r1", "--build", ids[-1], "--format", "json"])
     assert outcome.exit_code == 0, outcome.output
