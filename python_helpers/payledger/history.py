@@ -165,7 +165,7 @@ def choose_build(builds: list[PublishedBuild], as_of: dt.datetime | None = None,
                 f"build {build} published no version of {VIEW}: it is not a build of this warehouse, or it changed nothing "
                 f"(such a build writes no version; ask for the time instead with --as-of); {_available(builds)}"
             )
-        return found[0]
+        return found[-1]  # the latest publication of it (a rollback may have published it again)
     if as_of is not None:
         now = now or dt.datetime.now(dt.UTC)
         if as_of > now:

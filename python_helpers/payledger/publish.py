@@ -238,16 +238,18 @@ def source_position(table_format: str, location: str) -> int | None:
 
 def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersion:
     """``table``'s current version. Source: Delta: the catalog's location of the table and its log
-    (``deltalake``: the version, the latest commit's timestamp); Iceberg: the table as its catalog
+    (``deltalake``: the version; the commit file's modification time); Iceberg: the table as its catalog
     loads it now (Iceberg's Java API: ``currentSnapshot``, ``operations().current()``). No Spark job.
     """
     if table_format == "delta":
         from deltalake import DeltaTable
 
         folder = table_location(spark, table_format, table)
-        log = DeltaTable(folder)
-        latest = log.history(1)[0]
-        return TableVersion(folder, log.version(), None, _iso_from_ms(latest["timestamp"]))
+        version = DeltaTable(folder).version()
+        # Delta's commit time is its log file's modification time (what DESCRIBE HISTORY shows and
+        # TIMESTAMP AS OF uses), not commitInfo's timestamp, which the writer set a little earlier.
+        written = Path(folder, "_delta_log", f"{version:020d}.json").stat().st_mtime_ns // 1_000_000
+        return TableVersion(folder, version, None, _iso_from_ms(written))
     loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
     loaded.refresh()
     metadata, snapshot = loaded.operations().current(), loaded.currentSnapshot()
@@ -454,7 +456,7 @@ def follow_maintenance(spark, warehouse: Path) -> Publication | None:
     """After table maintenance of the view: when only maintenance commits (compaction, purge,
     vacuum: the same rows) came after the current publication's readable version, point its
     ``read_version`` (and, on Iceberg, ``metadata_file``) at the view's current version, whose
-    files retention keeps. Returns the publication then current (None when nothing is published or
+    files retention keeps, and so for the kept publications of that same version. Returns the publication then current (None when nothing is published or
     the view moved on by a build, which publishes on its own)."""
     from payledger.formats import session_format, table_commits
 
@@ -473,7 +475,10 @@ def follow_maintenance(spark, warehouse: Path) -> Publication | None:
     between = commits[position[current.readable_version] + 1 : position[view.version] + 1]
     if not between or any(commit.kind != "maintenance" for commit in between):
         return current
-    document.current = replace(current, read_version=view.version, metadata_file=view.metadata_file)
+    # Kept publications of the same rows (a rollback's) follow too.
+    moved, follow = current.readable_version, {"read_version": view.version, "metadata_file": view.metadata_file}
+    document.current = replace(current, **follow)
+    document.previous = [replace(p, **follow) if p.readable_version == moved else p for p in document.previous]
     write_document(warehouse, table_format, document)
     point_relation(spark, document.current)
     return document.current

@@ -15,7 +15,6 @@ import time
 import urllib.request
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 from click.testing import CliRunner
@@ -23,7 +22,7 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
-from payledger.publish import PUBLISHED_RELATION, read_document
+from payledger.publish import PUBLISHED_RELATION, read_document, table_location
 from payledger.serve import PublishedBalances
 from payledger.warehouse import LANDING_EVENTS, VIEW
 from tests import reference
@@ -172,7 +171,7 @@ class CommittedStateReader:
 
     def start(self, spark, warehouse: Path) -> None:
         """Start ``payledger serve`` on the warehouse, then the reader."""
-        location = urlparse(spark.sql(f"describe formatted {VIEW}").where("col_name = 'Location'").first()["data_type"]).path
+        location = table_location(spark, os.environ["PAYLEDGER_FORMAT"], VIEW)
         api = f"http://127.0.0.1:{free_port()}"
         self.server = Process([executable("payledger"), "serve", "--port", api.rsplit(":", 1)[1]], {**os.environ, "PAYLEDGER_WAREHOUSE": str(warehouse)})
         deadline = time.monotonic() + 120
