@@ -383,20 +383,24 @@ def publish_version(spark, warehouse: Path, version: int) -> Publication:
     commits = table_commits(spark, VIEW)
     by_version = {commit.version: commit for commit in commits}
     if version not in by_version:
+        if spark.sql(f"select 1 from {AUDIT} where view_version = {int(version)} limit 1").collect():
+            raise PublicationError(f"version {version} of {VIEW} is beyond the retained history: maintenance expired it")
         recent = ", ".join(str(commit.version) for commit in commits[-5:])
         raise PublicationError(f"{version} is not a committed version of {VIEW} (the latest: {recent or 'none'})")
     readable = read_version(commits, {commit.version for commit in readable_commits(spark, VIEW)}, version)
     if readable is None:
         raise PublicationError(f"version {version} of {VIEW} is beyond the retained history: maintenance removed its files")
-    built = version
-    while by_version[built].kind == "maintenance" and by_version[built].parent in by_version:
-        built = by_version[built].parent  # a compaction holds the rows of the version it rewrote
-    recorded = spark.sql(
-        f"""
-        select invocation_id, max(events_watermark) as events_watermark, unix_micros(max(policy_observed_at)) as observed_us
-        from {AUDIT} where view_version = {int(built)} group by invocation_id
-        """
-    ).collect()
+    built, recorded = version, []
+    while True:  # the build that recorded this version; for a maintenance commit, the version it rewrote
+        recorded = spark.sql(
+            f"""
+            select invocation_id, max(events_watermark) as events_watermark, unix_micros(max(policy_observed_at)) as observed_us
+            from {AUDIT} where view_version = {int(built)} group by invocation_id order by min(recorded_at) limit 1
+            """
+        ).collect()
+        if recorded or by_version[built].kind != "maintenance" or by_version[built].parent not in by_version:
+            break
+        built = by_version[built].parent
     if not recorded:
         raise PublicationError(f"no build recorded version {built} of {VIEW} in {AUDIT}: it cannot be published")
     view = committed_version(spark, table_format)
