@@ -595,9 +595,7 @@ def bench_command(events: int, merchants: int) -> None:
 @click.option("--merchants", type=click.IntRange(min=100), default=50_000, show_default=True)
 @click.option("--seconds", type=click.IntRange(min=1), default=20, show_default=True, help="Length of the idle load run.")
 @click.option("--connections", type=click.IntRange(min=1), default=4, show_default=True, help="wrk's open connections (closed loop).")
-@click.option(
-    "--build-nice", type=click.IntRange(0, 19), default=10, show_default=True, help="The build under load runs at this niceness, as `nice -n 10 payledger build`."
-)
+@click.option("--build-nice", type=click.IntRange(0, 19), default=10, show_default=True, help="The build under load runs at this niceness (nice -n).")
 def bench_serve_command(events: int, merchants: int, seconds: int, connections: int, build_nice: int) -> None:
     """Load-test payledger serve (idle and under a build) and time payledger balance from new
     processes; writes target/bench_serve_<format>.json."""
