@@ -238,8 +238,9 @@ def source_position(table_format: str, location: str) -> int | None:
 
 def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersion:
     """``table``'s current version. Source: Delta: the catalog's location of the table and its log
-    (``deltalake``: the version; the commit file's modification time); Iceberg: the table as its catalog
-    loads it now (Iceberg's Java API: ``currentSnapshot``, ``operations().current()``). No Spark job.
+    (``deltalake``: the version; the commit file's modification time); Iceberg: the table as its
+    catalog loads it now (Iceberg's Java API: ``currentSnapshot``, ``operations().current()``).
+    No Spark job.
     """
     if table_format == "delta":
         from deltalake import DeltaTable
@@ -460,8 +461,9 @@ def follow_maintenance(spark, warehouse: Path) -> Publication | None:
     """After table maintenance of the view: when only maintenance commits (compaction, purge,
     vacuum: the same rows) came after the current publication's readable version, point its
     ``read_version`` (and, on Iceberg, ``metadata_file``) at the view's current version, whose
-    files retention keeps, and so for the kept publications of that same version. Returns the publication then current (None when nothing is published or
-    the view moved on by a build, which publishes on its own)."""
+    files retention keeps, and so for the kept publications of that same version. Returns the
+    publication then current (None when nothing is published; unchanged when a build moved the
+    view on, which publishes on its own)."""
     from payledger.formats import session_format, table_commits
 
     table_format = session_format(spark)
