@@ -23,6 +23,7 @@ import contextlib
 import datetime as dt
 import ipaddress
 import json
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -65,10 +66,14 @@ class BalanceIndex:
     def load(cls, publication: Publication) -> BalanceIndex:
         """Read ``publication``'s rows (``read_published_view``); ``PublicationError`` when they
         cannot be read."""
+        rows = read_published_view(publication)
+        entries = _encoded_entries(rows, publication)
+        if entries is None:  # a currency JSON would need escaped: encode row by row
+            encode = json.JSONEncoder(separators=(",", ":")).encode
+            entries = [encode(_entry(row, publication)).encode() for row in rows.to_pylist()]
         grouped: dict[str, list[tuple[str, bytes]]] = {}
-        encode = json.JSONEncoder(separators=(",", ":")).encode
-        for row in read_published_view(publication).to_pylist():
-            grouped.setdefault(row["merchant_id"], []).append((row["currency"], encode(_entry(row, publication)).encode()))
+        for merchant_id, currency, entry in zip(rows.column("merchant_id").to_pylist(), rows.column("currency").to_pylist(), entries, strict=True):
+            grouped.setdefault(merchant_id, []).append((sys.intern(currency), entry))
         return cls(publication, {merchant: tuple(sorted(entries)) for merchant, entries in grouped.items()})
 
     def body(self, merchant_id: str, currency: str | None = None) -> bytes | None:
@@ -87,15 +92,61 @@ def _iso(value: Any) -> str | None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC).isoformat()
+    return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
+
+
+def _encoded_entries(rows, publication: Publication) -> list[bytes] | None:
+    """Each row of ``rows`` (a ``pyarrow.Table`` of ``publish.VIEW_COLUMNS``) as its JSON entry,
+    the fields of ``_entry`` in its order, built with Arrow's compute kernels (which release
+    Python's lock, so that requests go on while a new version loads). Times carry microseconds
+    always. None when a currency is not three capital letters (its JSON might need escaping)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    currency = pc.cast(rows.column("currency"), pa.string())  # deltalake's engine returns string views
+    if currency.null_count or not pc.all(pc.match_substring_regex(currency, "^[A-Z]{3}$")).as_py():
+        return None
+
+    def quoted(array):
+        return pc.binary_join_element_wise('"', array, '"', "")
+
+    def text(array):
+        return pc.fill_null(quoted(pc.cast(array, pa.string())), "null")
+
+    def time(array):
+        utc = pc.cast(array, pa.timestamp(array.type.unit, tz="UTC"))
+        return pc.fill_null(pc.binary_join_element_wise('"', pc.strftime(utc, format="%Y-%m-%dT%H:%M:%S"), '+00:00"', ""), "null")
+
+    parts = [
+        '{"currency":',
+        quoted(currency),
+        ',"available":',
+        text(rows.column("available_balance")),
+        ',"pending":',
+        text(rows.column("pending_balance")),
+        ',"reserve_hold":',
+        text(rows.column("reserve_hold")),
+        ',"last_event_time":',
+        time(rows.column("last_event_time")),
+        ',"source_watermark":',
+        pc.fill_null(pc.cast(rows.column("source_watermark"), pa.string()), "null"),
+        ',"policy_observed_at":',
+        time(rows.column("policy_observed_at")),
+        f',"published_version":{json.dumps(publication.version)},"published_by_build":{json.dumps(publication.invocation_id)}}}',
+    ]
+    return pc.cast(pc.binary_join_element_wise(*parts, ""), pa.binary()).to_pylist()
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _entry(row: dict[str, Any], publication: Publication) -> dict[str, Any]:
     return {
         "currency": row["currency"],
-        "available": str(row["available_balance"]),
-        "pending": str(row["pending_balance"]),
-        "reserve_hold": str(row["reserve_hold"]),
+        "available": _text(row["available_balance"]),
+        "pending": _text(row["pending_balance"]),
+        "reserve_hold": _text(row["reserve_hold"]),
         "last_event_time": _iso(row["last_event_time"]),
         "source_watermark": row["source_watermark"],
         "policy_observed_at": _iso(row["policy_observed_at"]),

@@ -297,3 +297,31 @@ def test_a_malformed_key_file_is_refused_with_the_entry_named(tmp_path, content,
         ApiKeys.load(path)
     result = CliRunner().invoke(main, ["serve", "--api-keys", str(path)])
     assert result.exit_code == 2 and "--api-keys" in result.output, result.output
+
+
+def test_the_index_encodes_a_version_as_the_row_by_row_encoder_would():
+    """Arrow's kernels build each entry's JSON; the bytes equal ``json.dumps`` of ``_entry``, for
+    nulls, negative and zero amounts, and times on and off the second. A currency JSON would need
+    escaped is left to the row-by-row encoder."""
+    import datetime as dt
+
+    from payledger.serve import _encoded_entries, _entry
+
+    when = pa.array([dt.datetime(2026, 1, 1, 1, 2, 3, 456, tzinfo=dt.UTC), dt.datetime(2026, 1, 1, 1, 2, 3, tzinfo=dt.UTC), None], pa.timestamp("us", tz="UTC"))
+    rows = pa.table(
+        {
+            "merchant_id": ["m1", "m1", "m2"],
+            "currency": ["USD", "EUR", "JPY"],
+            "available_balance": pa.array([Decimal("12.50"), Decimal("-3.10"), Decimal("0.00")], pa.decimal128(18, 2)),
+            "pending_balance": pa.array([Decimal("0.01"), None, Decimal("-0.00")], pa.decimal128(18, 2)),
+            "reserve_hold": pa.array([Decimal("1.25"), Decimal("0.10"), Decimal("100000000.00")], pa.decimal128(18, 2)),
+            "last_event_time": when,
+            "source_watermark": pa.array([41, None, 7], pa.int64()),
+            "policy_observed_at": pa.array([None, when[0].as_py(), when[1].as_py()], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    publication = Publication("delta", "/v", 3, None, BUILD_A, 41, "2026-11-26T10:00:00+00:00")
+    expected = [json.dumps(_entry(row, publication), separators=(",", ":")).encode() for row in rows.to_pylist()]
+    assert _encoded_entries(rows, publication) == expected
+    odd = rows.set_column(1, "currency", pa.array(["USD", 'E"R', "JPY"]))
+    assert _encoded_entries(odd, publication) is None
