@@ -191,3 +191,33 @@ def test_payledger_balance_reads_published_versions_without_a_jvm(tmp_path):
     with pytest.raises(HistoryError, match=f"beyond the retained history.*available: from build {builds[1]}"):
         published_balance(warehouse, "delta", "m1", build=builds[0])
     assert published_balance(warehouse, "delta", "m1", build=builds[1]).rows[0]["pending_balance"] == Decimal("9.00")
+
+
+def test_the_publication_follows_maintenance_only_when_nothing_but_maintenance_came_after_it(tmp_path, monkeypatch):
+    """``follow_maintenance``'s decision (Spark's parts replaced): after compaction and vacuum the
+    current publication, and a kept one of the same version, read the maintenance commit; a build's
+    commit in between leaves them as they are."""
+    from payledger.formats import Commit
+
+    def commit(version: int, kind: str) -> Commit:
+        return Commit(version, version - 1, kind.upper(), kind, 0, 0, {}, dt.datetime(2026, 11, 26, tzinfo=dt.UTC), {})
+
+    log = [commit(3, "merge"), commit(4, "maintenance"), commit(5, "maintenance")]
+    relation = []
+    monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
+    monkeypatch.setattr("payledger.formats.table_commits", lambda _spark, _table: log)
+    monkeypatch.setattr(publish, "committed_version", lambda _spark, _format, _table=publish.VIEW: publish.TableVersion("/v", log[-1].version, None, "t"))
+    monkeypatch.setattr(publish, "point_relation", lambda _spark, p: relation.append(p.readable_version))
+    for version, build in ((2, "b"), (3, "c"), (1, "d"), (3, "c")):  # a rollback to 1, then 3 again
+        record_publication(tmp_path, replace(publication(version, location="/v"), invocation_id=build))
+
+    followed = publish.follow_maintenance(SimpleNamespace(), tmp_path)
+    document = read_document(tmp_path, "delta")
+    assert (followed.version, followed.read_version, document.current.readable_version) == (3, 5, 5)
+    assert [(p.version, p.readable_version) for p in document.previous] == [(1, 1), (3, 5), (2, 2)]
+    assert relation == [5]
+
+    log.append(commit(6, "merge"))  # a build moved the view on: it publishes on its own
+    log.append(commit(7, "maintenance"))
+    assert publish.follow_maintenance(SimpleNamespace(), tmp_path).readable_version == 5
+    assert relation == [5]
