@@ -44,12 +44,13 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from pyspark.errors import PySparkException
 
     from payledger.demo import DemoFailed
+    from payledger.formats import FormatError
     from payledger.history import HistoryError
     from payledger.load import LoadError
     from payledger.scenario import BuildFailed
     from payledger.thrift import ThriftError
 
-    return (OSError, LoadError, HistoryError, BuildFailed, DemoFailed, ThriftError, PySparkException, Py4JJavaError)
+    return (OSError, LoadError, HistoryError, FormatError, BuildFailed, DemoFailed, ThriftError, PySparkException, Py4JJavaError)
 
 
 def _message(error: BaseException) -> str:

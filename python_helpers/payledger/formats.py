@@ -41,13 +41,14 @@ def target_format(target: str | None = None) -> str:
     """``"delta"`` or ``"iceberg"``: the format of an embedded dbt target's tables (default: the
     profile's default target), read from the ``spark_catalog`` its profile configures, without
     starting Spark. Raises ``FormatError`` for a target without either catalog (``thrift``)."""
-    from payledger.spark import spark_setting
+    from payledger.spark import default_target, spark_setting
 
+    target = target or default_target()
     catalog = spark_setting("spark.sql.catalog.spark_catalog", target) or ""
     try:
         return _CATALOG_CLASSES[catalog]
     except KeyError:
-        raise FormatError(f"target {target or 'default'} configures no Delta or Iceberg spark_catalog") from None
+        raise FormatError(f"target {target} configures no Delta or Iceberg spark_catalog") from None
 
 
 @dataclass(frozen=True)

@@ -221,3 +221,14 @@ def test_the_publication_follows_maintenance_only_when_nothing_but_maintenance_c
     log.append(commit(7, "maintenance"))
     assert publish.follow_maintenance(SimpleNamespace(), tmp_path).readable_version == 5
     assert relation == [5]
+
+
+def test_payledger_balance_without_a_jvm_says_which_target_it_cannot_read(monkeypatch):
+    """The Thrift target's tables are the server's: the JVM-free reader has no format for it."""
+    from click.testing import CliRunner
+
+    from payledger.cli import main
+
+    monkeypatch.setenv("PAYLEDGER_TARGET", "thrift")
+    result = CliRunner().invoke(main, ["balance", "m1"])
+    assert result.exit_code == 1 and "Error: target thrift configures no Delta or Iceberg" in result.output, result.output
