@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from payledger.files import write_atomically
 from payledger.history import check_key
 
 #: The variable ``payledger serve`` reads the key file's path from when ``--api-keys`` is not given.
@@ -113,7 +113,7 @@ def _entry(path: Path, position: int, entry: object) -> ApiKey:
 
 def new_key(path: Path, name: str, merchants: list[str] | None) -> str:
     """Make a key that may read ``merchants`` (None: all), add its digest to the file at ``path``
-    (created with mode 0600 when missing; replaced whole through a temporary file) and return the
+    (mode 0600, replaced whole: ``files.write_atomically``) and return the
     key, which is stored nowhere. Raises ``ValueError`` for a malformed merchant id, a name the
     file already has, or a file that is not a key file."""
     for merchant_id in merchants or ():
@@ -123,12 +123,5 @@ def new_key(path: Path, name: str, merchants: list[str] | None) -> str:
         raise ValueError(f"{path} already has a key named {name}")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     entries = [*keys.keys, ApiKey(name, digest(key), None if merchants is None else frozenset(merchants))]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump({"keys": [entry.as_dict() for entry in entries]}, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    write_atomically(path, json.dumps({"keys": [entry.as_dict() for entry in entries]}, indent=1) + "\n", mode=0o600)
     return key

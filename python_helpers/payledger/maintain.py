@@ -25,13 +25,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from payledger.files import write_atomically
 from payledger.formats import DELTA, session_format
 from payledger.locks import build_lock, load_lock
 from payledger.publish import follow_maintenance
@@ -133,9 +133,7 @@ def _read_state(warehouse: Path) -> dict[str, int]:
 
 def _write_state(warehouse: Path, state: dict[str, int]) -> None:
     """Replace the state file atomically (a killed write leaves the previous one)."""
-    with tempfile.NamedTemporaryFile("w", dir=warehouse, prefix=STATE_FILE, suffix=".tmp", delete=False) as handle:
-        handle.write(json.dumps(state, indent=1, sort_keys=True) + "\n")
-    os.replace(handle.name, warehouse / STATE_FILE)
+    write_atomically(warehouse / STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
 def _iceberg_snapshot_ids(spark, table: str) -> list[int]:

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from payledger.files import write_atomically
 from payledger.warehouse import LANDING_EVENTS, VIEW
 
 #: Publications kept in the document: the current one and the ones before it.
@@ -143,24 +143,10 @@ def read_document(warehouse: Path, table_format: str) -> PublicationDocument:
 
 
 def write_document(warehouse: Path, table_format: str, document: PublicationDocument) -> Path:
-    """Replace the publication document atomically: a temporary file in the same folder, flushed
-    and fsynced, renamed over the old one (``os.replace``), then the folder fsynced. Returns its
-    path."""
-    path = publication_path(warehouse, table_format)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w") as handle:
-        json.dump(document.as_dict(), handle, indent=1, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
-    return path
+    """Replace the publication document atomically (``files.write_atomically``: a temporary file
+    in the same folder, fsynced, renamed over the old one). Returns its path."""
+    text = json.dumps(document.as_dict(), indent=1, sort_keys=True) + "\n"
+    return write_atomically(publication_path(warehouse, table_format), text)
 
 
 def record_publication(warehouse: Path, publication: Publication) -> PublicationDocument:
