@@ -132,33 +132,35 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-#: Measures one index in a new process: resident memory before and after ``BalanceIndex.load``,
-#: with the readers imported and warmed first, and Arrow's unused memory handed back.
-INDEX_PROBE = """
-import gc, json, sys
-from pathlib import Path
-import pyarrow as pa
-from payledger.publish import read_document, read_published_view
-from payledger.serve import BalanceIndex
+def index_memory_kb(warehouse: Path, table_format: str) -> int:
+    """Resident memory (KiB) that loading the current publication's ``serve.BalanceIndex`` adds to
+    this process, with the readers imported and warmed first and Arrow's unused memory handed back
+    before each reading. Run it in a new process (``_index_memory_mb``)."""
+    import gc
 
-def rss_kb():
-    return int(next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmRSS:")).split()[1])
+    import pyarrow as pa
 
-publication = read_document(Path(sys.argv[1]), sys.argv[2]).current
-read_published_view(publication, columns=("merchant_id",))
-gc.collect(); pa.default_memory_pool().release_unused()
-before = rss_kb()
-index = BalanceIndex.load(publication)
-gc.collect(); pa.default_memory_pool().release_unused()
-print(json.dumps({"index_kb": rss_kb() - before, "merchants": len(index.by_merchant)}))
-"""
+    from payledger.publish import read_document, read_published_view
+    from payledger.serve import BalanceIndex
+
+    publication = read_document(warehouse, table_format).current
+    read_published_view(publication, columns=("merchant_id",))
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    before = _rss_kb(os.getpid())
+    index = BalanceIndex.load(publication)
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    used = _rss_kb(os.getpid()) - before
+    del index
+    return used
 
 
 def _index_memory_mb(warehouse: Path, table_format: str) -> float:
-    """Resident memory (MB) of the current publication's in-memory index (``serve.BalanceIndex``),
-    measured in a new process (``INDEX_PROBE``)."""
-    done = subprocess.run([sys.executable, "-c", INDEX_PROBE, str(warehouse), table_format], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])["index_kb"] / 1024
+    """``index_memory_kb`` in a new process (this one holds the bench's own data), in MB."""
+    probe = f"from pathlib import Path; from payledger.bench_serve import index_memory_kb; print(index_memory_kb(Path({str(warehouse)!r}), {table_format!r}))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return int(done.stdout.strip().splitlines()[-1]) / 1024
 
 
 def _renice_jvm(spark, niceness: int) -> None:
@@ -236,6 +238,7 @@ def _ensure_published(spark, console: Console, data_dir: Path, events: int, merc
     from payledger import scenario
     from payledger.dbt import run_dbt
     from payledger.formats import session_format
+    from payledger.generate import EVENT_FILE
     from payledger.publish import read_document
     from payledger.spark import default_warehouse
     from payledger.warehouse import drop_project_schemas
@@ -244,8 +247,6 @@ def _ensure_published(spark, console: Console, data_dir: Path, events: int, merc
     history = data_dir / "history"
     marker = warehouse / f"bench_serve_{table_format}.json"
     wanted = {"events": events, "merchants": merchants}
-    from payledger.generate import EVENT_FILE
-
     if not (history / EVENT_FILE).exists() or json.loads((history / "sizes.json").read_text() if (history / "sizes.json").exists() else "{}") != wanted:
         shutil.rmtree(history, ignore_errors=True)
         scenario.generate_history(history, events, merchants)

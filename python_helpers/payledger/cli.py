@@ -23,6 +23,7 @@ from pathlib import Path
 
 import click
 
+from payledger.apikeys import KEY_FILE_VARIABLE
 from payledger.locks import EXIT_LOCKED
 
 LOAD_KINDS = {"events": "payment_events", "policies": "reserve_policies", "merchants": "merchants"}
@@ -413,7 +414,7 @@ API_KEYS_OPTION = click.option(
     "--api-keys",
     "key_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    envvar="PAYLEDGER_API_KEYS",
+    envvar=KEY_FILE_VARIABLE,
     show_envvar=True,
     help="The file of hashed API keys (payledger api-key add).",
 )

@@ -335,12 +335,18 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         *_audit_marks(spark, table_format, invocation.invocation_id),
     )
     try:
-        rows = read_published_view(publication)
+        return _publish_readable(spark, warehouse, publication)
     except PublicationError as error:  # a version the readers cannot open is not published
         record_failed_build(warehouse, table_format, invocation.invocation_id, [f"publication: {error}"])
         return None
-    marks = [mark for mark in rows.column("source_watermark").to_pylist() if mark is not None]
-    source = table_location(spark, table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
+
+
+def _publish_readable(spark, warehouse: Path, publication: Publication) -> Publication:
+    """Make ``publication`` current once the readers can open its version: its ``source_watermark``
+    from the rows, its ``source_location`` from the catalog, then the document and the relation.
+    Raises ``PublicationError`` (nothing recorded) when the version cannot be read."""
+    marks = [mark for mark in read_published_view(publication).column("source_watermark").to_pylist() if mark is not None]
+    source = table_location(spark, publication.table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
     publication = replace(publication, source_watermark=max(marks) if marks else None, source_location=source)
     record_publication(warehouse, publication)
     point_relation(spark, publication)
@@ -391,7 +397,6 @@ def publish_version(spark, warehouse: Path, version: int) -> Publication:
     if not recorded:
         raise PublicationError(f"no build recorded version {built} of {VIEW} in {AUDIT}: it cannot be published")
     view = committed_version(spark, table_format)
-    source = table_location(spark, table_format, LANDING_EVENTS) if spark.catalog.tableExists(LANDING_EVENTS) else None
     committed_at = by_version[version].committed_at.astimezone(dt.UTC).isoformat(timespec="milliseconds")
     publication = Publication(
         table_format,
@@ -403,18 +408,13 @@ def publish_version(spark, warehouse: Path, version: int) -> Publication:
         _now(),
         committed_at,
         recorded[0]["events_watermark"],
-        None if recorded[0]["observed_us"] is None else _iso(utc_from_micros(recorded[0]["observed_us"])),
+        None if recorded[0]["observed_us"] is None else iso_utc(utc_from_micros(recorded[0]["observed_us"])),
         None if readable == version else readable,
-        source,
     )
     try:
-        marks = [mark for mark in read_published_view(publication).column("source_watermark").to_pylist() if mark is not None]
+        return _publish_readable(spark, warehouse, publication)
     except PublicationError as error:
         raise PublicationError(f"version {version} of {VIEW} cannot be read from its files: {error}") from error
-    publication = replace(publication, source_watermark=max(marks) if marks else None)
-    record_publication(warehouse, publication)
-    point_relation(spark, publication)
-    return publication
 
 
 def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | None, str | None]:
@@ -435,11 +435,14 @@ def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | No
     if not rows:
         return None, None
     observed = [r["policy_observed_at"] for r in rows if r["policy_observed_at"] is not None]
-    return max(r["events_watermark"] for r in rows), _iso(max(observed)) if observed else None
+    return max(r["events_watermark"] for r in rows), iso_utc(max(observed)) if observed else None
 
 
-def _iso(moment: dt.datetime) -> str:
-    """ISO 8601 in UTC; a naive time (Spark's and Iceberg's timestamp without zone) is UTC."""
+def iso_utc(moment: dt.datetime | None) -> str | None:
+    """ISO 8601 in UTC with microseconds; a naive time (Spark's and Iceberg's timestamp without
+    zone) is UTC; None stays None."""
+    if moment is None:
+        return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).isoformat(timespec="microseconds")
 
 

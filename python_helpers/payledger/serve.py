@@ -34,7 +34,7 @@ from typing import Any
 
 from payledger.apikeys import ApiKey, ApiKeys
 from payledger.history import BUILD_PATTERN, CURRENCY_PATTERN, MERCHANT_PATTERN
-from payledger.publish import Publication, PublicationDocument, PublicationError, publication_path, read_document, read_published_view, source_position
+from payledger.publish import Publication, PublicationDocument, PublicationError, iso_utc, publication_path, read_document, read_published_view, source_position
 
 #: Seconds between two looks at the publication document.
 WATCH_INTERVAL_S = 0.5
@@ -85,14 +85,6 @@ class BalanceIndex:
         if not entries:
             return None
         return b'{"merchant_id":' + json.dumps(merchant_id).encode() + b',"balances":[' + b",".join(entry for _, entry in entries) + b"]}"
-
-
-def _iso(value: Any) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC).isoformat(timespec="microseconds")
 
 
 def _encoded_entries(rows, publication: Publication) -> list[bytes] | None:
@@ -147,9 +139,9 @@ def _entry(row: dict[str, Any], publication: Publication) -> dict[str, Any]:
         "available": _text(row["available_balance"]),
         "pending": _text(row["pending_balance"]),
         "reserve_hold": _text(row["reserve_hold"]),
-        "last_event_time": _iso(row["last_event_time"]),
+        "last_event_time": iso_utc(row["last_event_time"]),
         "source_watermark": row["source_watermark"],
-        "policy_observed_at": _iso(row["policy_observed_at"]),
+        "policy_observed_at": iso_utc(row["policy_observed_at"]),
         "published_version": publication.version,
         "published_by_build": publication.invocation_id,
     }
