@@ -91,18 +91,15 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
     """The bench's wrk script against a real server: answers for published merchants count as
     requests; a merchant the version lacks (404) counts as an error."""
     import json
-    import socket
-    import threading
-    import time
     from decimal import Decimal
 
     import pyarrow as pa
-    import uvicorn
     from deltalake import write_deltalake
 
     from payledger.bench_serve import WRK_SCRIPT, run_wrk
     from payledger.publish import Publication, record_publication
     from payledger.serve import PublishedBalances, create_app
+    from tests.asgi import uvicorn_in_thread
 
     ids = [f"m{i}" for i in range(20)]
     amounts = pa.array([Decimal("1.00")] * len(ids), pa.decimal128(18, 2))
@@ -123,22 +120,10 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
     record_publication(tmp_path / "warehouse", Publication("delta", str(tmp_path / "view"), 0, None, "b", 19, "2026-11-26T10:00:00+00:00"))
     balances = PublishedBalances(tmp_path / "warehouse", "delta")
     balances.refresh()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(balances, watch_interval_s=3600), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        published, unknown = tmp_path / "published.lua", tmp_path / "unknown.lua"
-        published.write_text(WRK_SCRIPT % (",".join(json.dumps(i) for i in ids), 1))
-        unknown.write_text(WRK_SCRIPT % (json.dumps("nobody"), 1))
+    published, unknown = tmp_path / "published.lua", tmp_path / "unknown.lua"
+    published.write_text(WRK_SCRIPT % (",".join(json.dumps(i) for i in ids), 1))
+    unknown.write_text(WRK_SCRIPT % (json.dumps("nobody"), 1))
+    with uvicorn_in_thread(create_app(balances, watch_interval_s=3600), log_level="warning") as port:
         good, bad = run_wrk(port, published, 1, 2), run_wrk(port, unknown, 1, 2)
-    finally:
-        server.should_exit = True
-        thread.join(30)
     assert good.requests > 10 and good.errors == 0 and 0 < good.p50_ms <= good.p99_ms <= good.max_ms, good
     assert bad.requests > 10 and bad.errors == bad.requests, bad

@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 import threading
-import time
 from dataclasses import replace
 from decimal import Decimal
 
@@ -23,6 +21,7 @@ from payledger.apikeys import ApiKeys, digest, new_key
 from payledger.cli import main
 from payledger.publish import Publication, record_failed_build, record_publication
 from payledger.serve import PublishedBalances, check_host, create_app
+from tests.asgi import uvicorn_in_thread
 
 BUILD_A = "0a0a0a0a-0000-4000-8000-00000000000a"
 BUILD_B = "0b0b0b0b-0000-4000-8000-00000000000b"
@@ -223,30 +222,16 @@ def test_api_keys_guard_every_request_and_a_key_reads_only_its_merchants(tmp_pat
 
 def test_keys_never_reach_the_servers_log(tmp_path, caplog):
     """A real uvicorn server (its access log included) answers requests with good and bad keys."""
-    import uvicorn
+    import httpx2
 
     keys, ui, portal = served_with_keys(tmp_path)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     app = create_app(PublishedBalances(tmp_path / "warehouse", "delta"), watch_interval_s=3600, keys=keys)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="debug"))
-    thread = threading.Thread(target=server.run)
     caplog.set_level(logging.DEBUG)
-    thread.start()
-    try:
-        import httpx2
-
-        deadline = time.monotonic() + 30
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        statuses = []
+    statuses = []
+    with uvicorn_in_thread(app, log_config=None, log_level="debug") as port:
         for key in (ui, portal, ui + "x"):
             for path in ("/v1/merchants/m2/balances", "/v1/health"):
                 statuses.append(httpx2.get(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {key}"}).status_code)
-    finally:
-        server.should_exit = True
-        thread.join(30)
     assert statuses == [200, 200, 404, 200, 401, 401]
     assert "/v1/merchants/m2/balances" in caplog.text, "the access log was not captured"
     assert ui not in caplog.text and portal not in caplog.text and ui[4:20] not in caplog.text
