@@ -91,31 +91,17 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
     """The bench's wrk script against a real server: answers for published merchants count as
     requests; a merchant the version lacks (404) counts as an error."""
     import json
-    from decimal import Decimal
 
-    import pyarrow as pa
     from deltalake import write_deltalake
 
     from payledger.bench_serve import WRK_SCRIPT, run_wrk
     from payledger.publish import Publication, record_publication
     from payledger.serve import PublishedBalances, create_app
     from tests.asgi import uvicorn_in_thread
+    from tests.view_tables import view_row, view_table
 
     ids = [f"m{i}" for i in range(20)]
-    amounts = pa.array([Decimal("1.00")] * len(ids), pa.decimal128(18, 2))
-    none = pa.array([None] * len(ids), pa.timestamp("us", tz="UTC"))
-    rows = pa.table(
-        {
-            "merchant_id": ids,
-            "currency": ["USD"] * len(ids),
-            "available_balance": amounts,
-            "pending_balance": amounts,
-            "reserve_hold": amounts,
-            "last_event_time": none,
-            "source_watermark": pa.array(range(len(ids)), pa.int64()),
-            "policy_observed_at": none,
-        }
-    )
+    rows = view_table([view_row(m, "USD", "1.00", "1.00", "1.00", n) for n, m in enumerate(ids)])
     write_deltalake(str(tmp_path / "view"), rows)
     record_publication(tmp_path / "warehouse", Publication("delta", str(tmp_path / "view"), 0, None, "b", 19, "2026-11-26T10:00:00+00:00"))
     balances = PublishedBalances(tmp_path / "warehouse", "delta")

@@ -18,6 +18,7 @@ import pytest
 
 from payledger import publish
 from payledger.publish import KEEP, Publication, PublicationError, read_document, record_failed_build, record_publication
+from tests.view_tables import view_row, view_table
 
 
 def publication(version: int, build: str = "b", location: str = "/nowhere", when: str = "2026-11-26T10:00:00.000000+00:00") -> Publication:
@@ -84,20 +85,8 @@ def test_an_unreadable_document_is_an_error_naming_the_file(tmp_path):
 
 
 def view_rows(pending: str) -> pa.Table:
-    return pa.table(
-        {
-            "merchant_id": ["m1", "m2"],
-            "currency": ["USD", "EUR"],
-            "available_balance": pa.array([Decimal("1.00"), Decimal("2.50")], pa.decimal128(18, 2)),
-            "pending_balance": pa.array([Decimal(pending), Decimal("0.00")], pa.decimal128(18, 2)),
-            "reserve_hold": pa.array([Decimal("0.10"), Decimal("0.00")], pa.decimal128(18, 2)),
-            "last_event_time": pa.array([None, None], pa.timestamp("us", tz="UTC")),
-            "source_watermark": pa.array([3, 5], pa.int64()),
-            "policy_observed_at": pa.array([None, None], pa.timestamp("us", tz="UTC")),
-            "written_by_invocation_id": ["w", "w"],
-            "written_at": pa.array([dt.datetime(2026, 11, 26, 9, tzinfo=dt.UTC)] * 2, pa.timestamp("us", tz="UTC")),
-        }
-    )
+    written = {"written_by_invocation_id": "w", "written_at": dt.datetime(2026, 11, 26, 9, tzinfo=dt.UTC)}
+    return view_table([view_row("m1", "USD", "1.00", pending, "0.10", 3, **written), view_row("m2", "EUR", "2.50", "0.00", "0.00", 5, **written)])
 
 
 def test_a_published_delta_version_is_read_as_committed_without_spark(tmp_path):

@@ -22,6 +22,7 @@ from payledger.cli import main
 from payledger.publish import Publication, record_failed_build, record_publication
 from payledger.serve import PublishedBalances, check_host, create_app
 from tests.asgi import uvicorn_in_thread
+from tests.view_tables import view_row, view_table
 
 BUILD_A = "0a0a0a0a-0000-4000-8000-00000000000a"
 BUILD_B = "0b0b0b0b-0000-4000-8000-00000000000b"
@@ -30,17 +31,12 @@ BUILD_B = "0b0b0b0b-0000-4000-8000-00000000000b"
 def write_version(table, pending_m1: str, mode: str) -> None:
     from deltalake import write_deltalake
 
-    rows = pa.table(
-        {
-            "merchant_id": ["m1", "m1", "m2"],
-            "currency": ["USD", "EUR", "USD"],
-            "available_balance": pa.array([Decimal("12.50"), Decimal("1.00"), Decimal("-3.10")], pa.decimal128(18, 2)),
-            "pending_balance": pa.array([Decimal(pending_m1), Decimal("0.00"), Decimal("0.00")], pa.decimal128(18, 2)),
-            "reserve_hold": pa.array([Decimal("1.25"), Decimal("0.10"), Decimal("0.00")], pa.decimal128(18, 2)),
-            "last_event_time": pa.array([None, None, None], pa.timestamp("us", tz="UTC")),
-            "source_watermark": pa.array([41, 40, 39], pa.int64()),
-            "policy_observed_at": pa.array([None, None, None], pa.timestamp("us", tz="UTC")),
-        }
+    rows = view_table(
+        [
+            view_row("m1", "USD", "12.50", pending_m1, "1.25", 41),
+            view_row("m1", "EUR", "1.00", "0.00", "0.10", 40),
+            view_row("m2", "USD", "-3.10", "0.00", "0.00", 39),
+        ]
     )
     write_deltalake(str(table), rows, mode=mode)
 
