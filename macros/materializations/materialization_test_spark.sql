@@ -1,13 +1,14 @@
 {#-
-    Overrides dbt-core's `test` materialization for Spark (copied from dbt-core 1.11's
-    `materialization test, default`). One change: a stored-failures table that already exists as a
-    Delta or Iceberg table, for a test of the same file_format, is replaced in one commit (`create
-    or replace table ... as select`, which dbt-spark renders for both formats) instead of being
-    dropped first. On Delta a drop deletes the table's folder file by file; a build killed during
-    it left files without a transaction log, and every later create of that table failed
-    (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). On both, readers never find the table missing,
-    and it keeps its identity and history (an Iceberg table dropped and created is a new table
-    with a new UUID). Views and other formats are dropped and created as upstream does.
+    Overrides dbt's `test` materialization for Spark (copied from `materialization test, default` of
+    dbt 1.11's global project, in dbt-adapters 1.24.5; tests/unit/test_upstream.py notices a change).
+    One change: a stored-failures table that already exists as a Delta or Iceberg table, for a test
+    of the same file_format, is replaced in one commit (`create or replace table ... as select`,
+    which dbt-spark renders for both formats) instead of being dropped first. On Delta a drop
+    deletes the table's folder file by file; a build killed during it left files without a
+    transaction log, and every later create of that table failed
+    (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION). On both, readers never find the table missing, and
+    it keeps its identity and history (an Iceberg table dropped and created is a new table with a
+    new UUID). Views and other formats are dropped and created as upstream does.
 -#}
 {%- materialization test, adapter='spark' -%}
 
