@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from payledger import scenario
+from payledger.contract import EVENT_TYPES
 from payledger.dbt import DbtInvocation, run_dbt
 from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
@@ -185,8 +186,7 @@ with valid_copies as (
     from payledger_raw.payment_events
     where event_id is not null and trim(event_id) != ''
         and merchant_id is not null and trim(merchant_id) != ''
-        and event_type in ('capture_settled', 'funds_released', 'reserve_released', 'refund_posted',
-                           'chargeback_opened', 'chargeback_won', 'chargeback_lost', 'payout_paid')
+        and event_type in ({event_types})
         and amount > 0 and currency rlike '^[A-Z]{3}$' and event_time is not null
 ),
 accepted as (
@@ -218,7 +218,7 @@ select merchant_id, currency,
         when 'chargeback_lost' then -amount else 0 end) as decimal(18,2)) as reserve_hold,
     max(event_time) as last_event_time
 from posted group by 1, 2
-"""
+""".replace("{event_types}", ", ".join(f"'{name}'" for name in EVENT_TYPES))
 
 
 def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:

@@ -6,21 +6,25 @@ currency's major unit (decimal(18,2)); timestamps are UTC.
 
 from __future__ import annotations
 
+import csv
+
 import pyarrow as pa
+
+from payledger.spark import PROJECT_ROOT
 
 RAW_SCHEMA = "payledger_raw"
 
-#: The eight event types of the fold (see seeds/payment_event_types.csv for their effects).
-EVENT_TYPES: tuple[str, ...] = (
-    "capture_settled",
-    "funds_released",
-    "reserve_released",
-    "refund_posted",
-    "chargeback_opened",
-    "chargeback_won",
-    "chargeback_lost",
-    "payout_paid",
-)
+
+def _seed_event_types() -> tuple[str, ...]:
+    """The event types of the seed ``seeds/payment_event_types.csv`` (the one list of them, with
+    each type's effect on each balance), in its order."""
+    seed = PROJECT_ROOT / "seeds" / "payment_event_types.csv"
+    with seed.open(newline="") as rows:
+        return tuple(row["event_type"] for row in csv.DictReader(rows))
+
+
+#: The event types of the fold, from the seed (``_seed_event_types``).
+EVENT_TYPES: tuple[str, ...] = _seed_event_types()
 
 AMOUNT_TYPE = pa.decimal128(18, 2)
 PCT_TYPE = pa.decimal128(5, 4)
