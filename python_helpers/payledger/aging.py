@@ -42,13 +42,13 @@ from payledger.load import load_file
 from payledger.maintain import DEFAULT_RETENTION_HOURS, FileCounts, file_counts
 from payledger.schedule import scheduled_build
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, stop_spark
-from payledger.warehouse import VIEW
+from payledger.warehouse import CANONICAL, CHECKPOINT, VIEW
 
 #: Tables whose files are counted after every build.
 WATCHED = {
     "view": VIEW,
-    "checkpoint": "payledger_intermediate.int_merchant_daily_balances",
-    "canonical": "payledger_intermediate.int_payment_events_classified",
+    "checkpoint": CHECKPOINT,
+    "canonical": CANONICAL,
 }
 #: Builds per day of event time: the batches move forward one day every this many builds.
 BUILDS_PER_DAY = 10

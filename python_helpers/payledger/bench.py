@@ -33,7 +33,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from payledger import scenario
+from payledger import scenario, warehouse
 from payledger.contract import EVENT_TYPES
 from payledger.dbt import DbtInvocation, run_dbt
 from payledger.formats import session_format, table_bytes
@@ -41,10 +41,11 @@ from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
 from payledger.sparkwork import WorkCounter, by_node
-from payledger.warehouse import LANDING_EVENTS, VIEW
+from payledger.warehouse import LANDING_EVENTS, LANDING_MERCHANTS, LANDING_POLICIES, VIEW
 
-CANONICAL = "int_payment_events_classified"
-CHECKPOINT = "int_merchant_daily_balances"
+# Table names as Spark's scan metrics name them (without the schema).
+CANONICAL = warehouse.CANONICAL.split(".")[1]
+CHECKPOINT = warehouse.CHECKPOINT.split(".")[1]
 REBUILD_MODELS = (
     "int_balance_slices_invalidated",
     "int_balance_merchants_invalidated",
@@ -180,10 +181,11 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
     return Phase(name, seconds, canonical, landing, written, seconds_by_node, checkpoint, last_ids, jobs, executions, work)
 
 
-PEER_SQL = """
+PEER_SQL = (
+    """
 with valid_copies as (
     select event_id, ingest_seq, merchant_id, currency, event_type, amount, event_time
-    from payledger_raw.payment_events
+    from {landing_events}
     where event_id is not null and trim(event_id) != ''
         and merchant_id is not null and trim(merchant_id) != ''
         and event_type in ({event_types})
@@ -205,8 +207,8 @@ posted as (
                 and p.effective_from <= to_date(a.event_time)
             then round(a.amount * p.reserve_pct, 2) else 0 end as h
     from accepted a
-    left join payledger_raw.merchants m on m.merchant_id = a.merchant_id
-    left join payledger_raw.reserve_policies p on p.segment = m.segment
+    left join {landing_merchants} m on m.merchant_id = a.merchant_id
+    left join {landing_policies} p on p.segment = m.segment
 )
 select merchant_id, currency,
     cast(sum(case event_type when 'funds_released' then amount - h when 'reserve_released' then amount
@@ -219,6 +221,10 @@ select merchant_id, currency,
     max(event_time) as last_event_time
 from posted group by 1, 2
 """.replace("{event_types}", ", ".join(f"'{name}'" for name in EVENT_TYPES))
+    .replace("{landing_events}", LANDING_EVENTS)
+    .replace("{landing_merchants}", LANDING_MERCHANTS)
+    .replace("{landing_policies}", LANDING_POLICIES)
+)
 
 
 def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
@@ -378,8 +384,7 @@ def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, conso
     replay = _measure(spark, metrics, "B policy change", BUILD_STEPS)
     console.print(f"B: {replay.seconds:.1f}s")
     check = run_dbt("test", "--select", "merchant_balance_current")
-    slice_merchants = f"(select merchant_id from payledger_raw.merchants where segment = '{segment}')"
-    intermediate = "payledger_intermediate"
+    slice_merchants = f"(select merchant_id from {LANDING_MERCHANTS} where segment = '{segment}')"
     return SizeResult(
         size=size,
         initial=initial,
@@ -392,14 +397,14 @@ def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, conso
         failures=check.failures(),
         batch_rows_loaded=loaded_batch,
         view_rows=_count(spark, f"select count(*) from {VIEW}"),
-        canonical_rows=_count(spark, f"select count(*) from {intermediate}.{CANONICAL}"),
-        canonical_bytes=table_bytes(spark, f"{intermediate}.{CANONICAL}"),
-        checkpoint_rows=_count(spark, f"select count(*) from {intermediate}.{CHECKPOINT}"),
+        canonical_rows=_count(spark, f"select count(*) from {warehouse.CANONICAL}"),
+        canonical_bytes=table_bytes(spark, warehouse.CANONICAL),
+        checkpoint_rows=_count(spark, f"select count(*) from {warehouse.CHECKPOINT}"),
         slice_canonical_rows=_count(
             spark,
-            f"select count(*) from {intermediate}.{CANONICAL} where is_accepted and event_date >= date '{effective}' and merchant_id in {slice_merchants}",
+            f"select count(*) from {warehouse.CANONICAL} where is_accepted and event_date >= date '{effective}' and merchant_id in {slice_merchants}",
         ),
-        slice_checkpoint_rows=_count(spark, f"select count(*) from {intermediate}.{CHECKPOINT} where merchant_id in {slice_merchants}"),
+        slice_checkpoint_rows=_count(spark, f"select count(*) from {warehouse.CHECKPOINT} where merchant_id in {slice_merchants}"),
         dedup_bytes_read=dedup_bytes,
     )
 

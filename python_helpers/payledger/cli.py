@@ -140,11 +140,12 @@ def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path |
 @click.argument("file", type=click.Path(path_type=Path))
 def load_command(kind: str, file: Path) -> None:
     """Load a Parquet or CSV FILE into a landing table (events append; policies, merchants upsert)."""
+    from payledger.contract import RAW_SCHEMA
     from payledger.load import load_file
     from payledger.spark import default_warehouse, get_spark
 
     rows = load_file(get_spark(), LOAD_KINDS[kind], file, default_warehouse())
-    click.echo(json.dumps({"table": f"payledger_raw.{LOAD_KINDS[kind]}", "rows": rows}))
+    click.echo(json.dumps({"table": f"{RAW_SCHEMA}.{LOAD_KINDS[kind]}", "rows": rows}))
 
 
 def _plain(value: object) -> object:

@@ -19,7 +19,7 @@ from payledger.formats import session_format
 from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
-from payledger.warehouse import RECONCILIATION_FAILURES, VIEW
+from payledger.warehouse import RECONCILIATION_FAILURES, REJECTS, VIEW
 
 
 @dataclass
@@ -81,7 +81,7 @@ def run_demo(events: int, merchants: int, data_dir: Path, console: Console) -> b
 
 def _summary(console: Console, spark, steps: list[Step], warehouse: Path) -> bool:
     view_rows = spark.sql(f"select count(*) as n from {VIEW}").first()["n"]
-    rejects = spark.sql("select rejection_reason, count(*) as n from payledger.payment_event_rejects group by 1 order by 1").collect()
+    rejects = spark.sql(f"select rejection_reason, count(*) as n from {REJECTS} group by 1 order by 1").collect()
     reconciled = all(s.build.success for s in steps)
     console.rule("PayLedger demo summary")
     console.print(f"Rows in {VIEW}: {view_rows:,}")

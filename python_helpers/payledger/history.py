@@ -23,9 +23,8 @@ from typing import Any
 
 from payledger.formats import Commit, readable_commits, table_commits, utc_from_micros
 from payledger.publish import VIEW_COLUMNS, Publication, PublicationError, read_document, read_published_view
-from payledger.warehouse import VIEW
+from payledger.warehouse import AUDIT, VIEW
 
-AUDIT = "payledger.balance_invalidations"
 MERCHANT_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 CURRENCY_PATTERN = re.compile(r"[A-Z]{3}")
 BUILD_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -35,13 +35,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from payledger.files import write_atomically
-from payledger.warehouse import LANDING_EVENTS, VIEW
+from payledger.warehouse import AUDIT, LANDING_EVENTS, PUBLISHED_RELATION, VIEW
 
 #: Publications kept in the document: the current one and the ones before it.
 KEEP = 10
 #: The relation Spark readers (``payledger sql``, the Thrift target, BI tools) query for the published
 #: version: a view over the view's table at that version (``VERSION AS OF``), replaced on each publication.
-PUBLISHED_RELATION = "payledger.merchant_balance_published"
 #: The nodes whose success in one invocation makes the view's version published.
 VIEW_NODE = "model.payledger.merchant_balance_current"
 RECONCILIATION_NODE = "test.payledger.assert_merchant_balance_current_reconciles"
@@ -370,7 +369,7 @@ def publish_version(spark, warehouse: Path, version: int) -> Publication:
     commit holds the same rows), or when no build recorded it.
     """
     from payledger.formats import readable_commits, session_format, table_commits, utc_from_micros
-    from payledger.history import AUDIT, read_version
+    from payledger.history import read_version
 
     table_format = session_format(spark)
     commits = table_commits(spark, VIEW)
@@ -421,7 +420,6 @@ def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | No
     """The build's ``events_watermark`` and ``policy_observed_at`` (ISO, UTC) as
     ``payledger.balance_invalidations`` recorded them with its view version (read from the audit's
     files, no Spark job); (None, None) when it recorded none."""
-    from payledger.history import AUDIT
 
     if not spark.catalog.tableExists(AUDIT):
         return None, None

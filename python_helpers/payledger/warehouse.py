@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+from payledger.contract import RAW_SCHEMA
+
+# The relations Python reads by name, in one place (schemas as dbt_project.yml names them;
+# tests/unit/test_relations.py checks each against dbt's manifest).
+#: The balance view (the mart ``merchant_balance_current``).
 VIEW = "payledger.merchant_balance_current"
+#: The audit of what each build invalidated and replayed.
+AUDIT = "payledger.balance_invalidations"
+#: Every ingested row that was not accepted, with its reason.
+REJECTS = "payledger.payment_event_rejects"
+#: The view over the published version of VIEW (made by ``payledger.publish``, not by dbt).
+PUBLISHED_RELATION = "payledger.merchant_balance_published"
+#: Canonical events: every ingested row accepted or rejected, exactly once.
+CANONICAL = "payledger_intermediate.int_payment_events_classified"
+#: The daily checkpoint the view is summed from.
+CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
 #: The landing table of payment events (``payledger load events``): the source positions, ingest_seq.
-LANDING_EVENTS = "payledger_raw.payment_events"
+LANDING_EVENTS = f"{RAW_SCHEMA}.payment_events"
+#: The landing tables of merchants and reserve policies (current state, upserted).
+LANDING_MERCHANTS = f"{RAW_SCHEMA}.merchants"
+LANDING_POLICIES = f"{RAW_SCHEMA}.reserve_policies"
+#: The rows the reconciliation test found wrong (dbt's stored failures).
 RECONCILIATION_FAILURES = "payledger_audit.merchant_balance_reconciliation_failures"
 
 

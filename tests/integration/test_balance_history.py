@@ -22,9 +22,9 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
-from payledger.publish import PUBLISHED_RELATION, read_document, table_location
+from payledger.publish import read_document, table_location
 from payledger.serve import PublishedBalances
-from payledger.warehouse import LANDING_EVENTS, VIEW
+from payledger.warehouse import LANDING_EVENTS, PUBLISHED_RELATION, VIEW
 from tests import reference
 from tests.processes import Process, executable, free_port
 from tests.support import History, event, merchant, policy

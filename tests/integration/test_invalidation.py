@@ -9,16 +9,13 @@ import pytest
 
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
-from payledger.warehouse import VIEW
+from payledger.warehouse import AUDIT, CHECKPOINT, VIEW
 from tests.support import BuiltState, Landing, event, merchant, policy, rewritten, view_rows
 
 # One worker runs this module, so its built state (a module fixture) is built once. Together its
 # tests take minutes (about a dozen builds): marked slow, the group is scheduled with the long tests,
 # not last, where one worker ran it alone while the other had nothing left.
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow, pytest.mark.xdist_group("invalidation")]
-
-AUDIT = "payledger.balance_invalidations"
-CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
 
 
 def audit(warehouse, invocation_id: str) -> list[dict]:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 
+from payledger.warehouse import AUDIT, CHECKPOINT
 from tests.support import History, event, merchant, policy, rewritten, view_rows
 
 pytestmark = pytest.mark.integration
 
-AUDIT = "payledger.balance_invalidations"
-CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
 SNAPSHOTS = {
     "reserve_policies": "payledger_snapshots.snp_payledger__reserve_policies",
     "merchants": "payledger_snapshots.snp_payledger__merchants",
