@@ -139,7 +139,7 @@ def generate_command(out_dir: Path, end_date: dt.datetime, continue_from: Path |
 @click.argument("kind", type=click.Choice(sorted(LOAD_KINDS)))
 @click.argument("file", type=click.Path(path_type=Path))
 def load_command(kind: str, file: Path) -> None:
-    """Load a Parquet or CSV FILE into a landing table (events append; policies, merchants upsert)."""
+    """Load a Parquet, CSV or JSON Lines FILE into a landing table (events append; policies, merchants upsert)."""
     from payledger.contract import RAW_SCHEMA
     from payledger.load import load_file
     from payledger.spark import default_warehouse, get_spark

@@ -1,4 +1,4 @@
-"""Load Parquet or CSV files into the landing tables of schema ``payledger_raw``.
+"""Load Parquet, CSV or JSON Lines files into the landing tables of schema ``payledger_raw``.
 
 Events are appended with ``ingest_seq`` (next source position, in file order) and ``ingested_at``;
 policies and merchants are upserts of current state keyed by ``segment`` / ``merchant_id``. A file is
@@ -9,8 +9,11 @@ file loads nothing. Each loaded file is then recorded in ``payledger_raw.load_lo
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import json
 import tempfile
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +26,16 @@ from payledger.formats import session_format
 from payledger.locks import load_lock
 
 ROW_COLUMN = "_file_row"
+#: JSON Lines files: one JSON object per line, optionally gzip-compressed (``.jsonl.gz``).
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+#: Rows per batch read from a JSON Lines file.
+JSON_BATCH_ROWS = 100_000
+#: Columns given as a fraction or a percentage.
+FRACTION_COLUMNS = frozenset({"reserve_pct"})
+#: The accepted forms of a date column, as messages name them.
+DATE_FORMS = "a date (2026-01-01), or a date-time at midnight UTC (2026-01-01T00:00:00Z, +00:00 or no offset)"
+#: The accepted forms of a fraction column, as messages name them.
+FRACTION_FORMS = "a fraction (0.1) or a percentage (10%)"
 
 
 class LoadError(Exception):
@@ -37,8 +50,10 @@ def _open(path: Path, expected: pa.Schema) -> tuple[pa.Schema, Iterator[pa.Recor
     if not path.is_file():
         raise LoadError(f"{path}: no such file")
     suffix = path.suffix.lower()
+    if _is_json_lines(path):
+        return _open_json_lines(path)
     if suffix not in (".parquet", ".csv"):
-        raise LoadError(f"{path}: expected a .parquet or .csv file")
+        raise LoadError(f"{path}: expected a .parquet, .csv, .jsonl or .ndjson file (JSON Lines may be gzip-compressed: .jsonl.gz)")
     try:
         if suffix == ".parquet":
             parquet = pq.ParquetFile(path)
@@ -52,6 +67,60 @@ def _open(path: Path, expected: pa.Schema) -> tuple[pa.Schema, Iterator[pa.Recor
         return reader.schema, iter(reader)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as error:
         raise LoadError(f"{path}: cannot read the file as {suffix[1:]}: {error}") from None
+
+
+def _is_json_lines(path: Path) -> bool:
+    suffixes = [suffix.lower() for suffix in path.suffixes[-2:]]
+    return bool(suffixes) and (suffixes[-1] in JSON_LINES_SUFFIXES or (suffixes[-1] == ".gz" and suffixes[0] in JSON_LINES_SUFFIXES))
+
+
+def _json_rows(path: Path) -> Iterator[dict]:
+    """The objects of a JSON Lines file, in file order (blank lines skipped). Numbers keep their
+    exact text (``12.50`` stays ``"12.50"``: money is never a float); every value is a string or
+    null. Raises ``LoadError`` naming the line for anything else."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not a number")
+
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line, parse_float=str, parse_int=str, parse_constant=refuse)
+                except ValueError as error:
+                    raise LoadError(f"{path}: line {number} is not JSON: {error}") from None
+                if not isinstance(row, dict):
+                    raise LoadError(f"{path}: line {number} is a JSON {type(row).__name__}, not an object of columns")
+                for name, value in row.items():
+                    if value is not None and not isinstance(value, str):
+                        raise LoadError(f"{path}: line {number}, column {name}: a JSON {type(value).__name__}; expected a string, a number or null")
+                yield row
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise LoadError(f"{path}: cannot read the file as JSON Lines: {error}") from None
+
+
+def _open_json_lines(path: Path) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """A JSON Lines file as string columns, like a CSV file's: the columns any row names (a first
+    pass), then batches of rows (a row without a column has null there)."""
+    names: dict[str, None] = {}
+    for row in _json_rows(path):
+        names.update(dict.fromkeys(row))
+    schema = pa.schema([(name, pa.string()) for name in names])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        rows: list[dict] = []
+        for row in _json_rows(path):
+            rows.append(row)
+            if len(rows) == JSON_BATCH_ROWS:
+                yield pa.record_batch([pa.array([r.get(n) for r in rows], pa.string()) for n in names], schema=schema)
+                rows = []
+        if rows:
+            yield pa.record_batch([pa.array([r.get(n) for r in rows], pa.string()) for n in names], schema=schema)
+
+    return schema, batches()
 
 
 def _read_batches(path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -72,6 +141,12 @@ def _convert_column(path: Path, column: pa.Array, field: pa.Field, first_row: in
             column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
             if pa.types.is_timestamp(field.type):
                 return _parse_timestamps(column, field)
+            if pa.types.is_date(field.type):
+                return _parse_dates(path, column, field, first_row)
+            if field.name in FRACTION_COLUMNS:
+                return _parse_fractions(path, column, field, first_row)
+        if pa.types.is_timestamp(column.type) and pa.types.is_date(field.type):
+            return _midnight_dates(path, column, field, first_row)
         if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type):
             if column.type.tz is None:
                 column = pc.assume_timezone(column, "UTC")
@@ -101,6 +176,53 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
             except pa.ArrowInvalid:
                 raise pa.ArrowInvalid(f"{original!r} is not an ISO 8601 date-time (such as 2026-10-01 12:00:00 or 2026-10-01T12:00:00+01:00)") from None
         raise
+
+
+def _first_row(path: Path, field: pa.Field, column: pa.Array, bad: pa.Array, first_row: int, why: str) -> LoadError:
+    """The error for the first row where ``bad`` holds, naming its row (from 1) and value."""
+    index = pc.index(bad, True).as_py()
+    value = column[index].as_py()
+    shown = value.isoformat() if isinstance(value, dt.datetime) else value
+    return LoadError(f"{path}: column {field.name}, row {first_row + index + 1}: {shown!r} {why}")
+
+
+def _parse_dates(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
+    """Date strings -> ``field``'s date type: ``2026-01-01``, or a date-time at midnight UTC
+    (``T`` or a space; ``Z``, a zero offset or none), which is that date. Raises ``LoadError``
+    naming the row for any other time or offset."""
+    accepted = pc.match_substring_regex(column, r"^\d{4}-\d{2}-\d{2}([T ]00:00(:00(\.0+)?)?(Z|[+-]00(:?00)?)?)?$")
+    bad = pc.and_(pc.is_valid(column), pc.invert(accepted))
+    if pc.any(bad).as_py():
+        raise _first_row(path, field, column, bad, first_row, f"is not a date: give {DATE_FORMS}")
+    return pc.utf8_slice_codeunits(column, 0, 10).cast(field.type)
+
+
+def _midnight_dates(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
+    """Timestamps (Parquet) -> dates: an instant at midnight UTC is that date (a timestamp without
+    a zone is UTC); any other raises ``LoadError`` naming the row."""
+    utc = column.cast(pa.timestamp(column.type.unit, "UTC"))
+    bad = pc.fill_null(pc.not_equal(pc.floor_temporal(utc, unit="day"), utc), False)
+    if pc.any(bad).as_py():
+        raise _first_row(path, field, utc, bad, first_row, f"is not a date: give {DATE_FORMS}")
+    return utc.cast(field.type)
+
+
+def _parse_fractions(path: Path, column: pa.Array, field: pa.Field, first_row: int) -> pa.Array:
+    """Fraction strings -> ``field``'s decimal: ``0.1`` or ``10%`` (also ``12.5%``). A bare number
+    above 1 is ambiguous (10 may mean 10% or 1000%) and a percentage above 100% out of range: both
+    raise ``LoadError`` naming the row; a value with more digits than the type keeps raises
+    ``pa.ArrowInvalid`` (the caller names the column)."""
+    percent = pc.fill_null(pc.ends_with(column, "%"), False)
+    number = pc.utf8_rtrim_whitespace(pc.replace_substring_regex(column, "%$", "")).cast(pa.decimal128(field.type.precision + 8, field.type.scale + 2))
+    over_one = pc.fill_null(pc.greater(number, pa.scalar(Decimal(1), number.type)), False)
+    if pc.any(pc.and_(over_one, pc.invert(percent))).as_py():
+        raise _first_row(path, field, column, pc.and_(over_one, pc.invert(percent)), first_row, f"is ambiguous: give {FRACTION_FORMS}")
+    scaled = pc.multiply(number, pa.scalar(Decimal("0.01"), pa.decimal128(3, 2)))
+    fraction = pc.if_else(percent, scaled, number.cast(scaled.type))
+    over_all = pc.fill_null(pc.greater(fraction, pa.scalar(Decimal(1), fraction.type)), False)
+    if pc.any(over_all).as_py():
+        raise _first_row(path, field, column, over_all, first_row, "is above 100%")
+    return fraction.cast(field.type)
 
 
 def _converted(path: Path, expected: pa.Schema, optional: set[str]) -> Iterator[pa.RecordBatch]:
@@ -147,9 +269,11 @@ def _check_reference_rows(path: Path, staged: pa.Table, kind: str, key: str) -> 
         raise LoadError(f"{path}: {key} must be unique in a current-state file; repeated: {repeated[:5]}")
     if kind == "reserve_policies":
         pct = staged["reserve_pct"]
-        bad = pc.sum(pc.or_(pc.less(pct, 0), pc.greater(pct, 1))).as_py()
+        if pc.sum(pc.greater(pct, 1)).as_py():
+            raise LoadError(f"{path}: reserve_pct above 1 is ambiguous (10 may mean 10% or 1000%); give {FRACTION_FORMS}")
+        bad = pc.sum(pc.less(pct, 0)).as_py()
         if bad:
-            raise LoadError(f"{path}: reserve_pct must be within [0, 1]; {bad} row(s) are not")
+            raise LoadError(f"{path}: reserve_pct must be within [0, 1] ({FRACTION_FORMS}); {bad} row(s) are below 0")
 
 
 def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
@@ -157,8 +281,9 @@ def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
 
     Returns the number of rows written (for policies and merchants: inserted or changed; unchanged
     rows are not rewritten). Raises ``LoadError`` (nothing written) for a missing or unreadable
-    file, wrong columns, values that do not fit the contract types, and for policies and merchants:
-    empty required values, repeated keys, ``reserve_pct`` outside [0, 1], or a changed row whose
+    file, wrong columns, values that do not fit the contract types (a date-time that is not midnight
+    UTC in a date column, a bare ``reserve_pct`` above 1 or a percentage above 100%), and for
+    policies and merchants: empty required values, repeated keys, ``reserve_pct`` outside [0, 1], or a changed row whose
     ``updated_at`` is not later than its key's latest loaded ``updated_at`` (see
     ``_upsert_current_state``).
     """

@@ -67,7 +67,8 @@ def test_csv_events_load_with_parsed_types(warehouse, tmp_path):
         ("header_only.csv", "event_id,merchant_id,currency,event_type,amount,event_time\n", "no rows"),
         ("garbage.csv", '"unterminated,\x00\x01\n1,2\n', "cannot read|wrong columns"),
         ("not_parquet.parquet", "this is not parquet", "cannot read"),
-        ("events.json", "{}", "expected a .parquet or .csv"),
+        ("events.json", "{}", "expected a .parquet, .csv, .jsonl or .ndjson"),
+        ("events.jsonl", '{"event_id": "x"}\nnot json\n', "line 2 is not JSON"),
     ],
 )
 def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name, content, message):
@@ -128,8 +129,10 @@ def test_policies_upsert_current_state_and_refuse_bad_rows(warehouse):
     assert warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01"), policy("travel", "0.0500", "2026-01-01")]) == 1
     rows = warehouse.rows("select segment, reserve_pct from payledger_raw.reserve_policies order by segment")
     assert rows == [{"segment": "retail", "reserve_pct": Decimal("0.2000")}, {"segment": "travel", "reserve_pct": Decimal("0.0500")}]
-    with pytest.raises(LoadError, match="within \\[0, 1\\]"):
+    with pytest.raises(LoadError, match=r"above 1 is ambiguous.*0\.1.*10%"):
         warehouse.load("reserve_policies", [policy("retail", "1.5000", "2026-01-01")])
+    with pytest.raises(LoadError, match="within \\[0, 1\\]"):
+        warehouse.load("reserve_policies", [policy("retail", "-0.1000", "2026-01-01")])
     with pytest.raises(LoadError, match="must be unique"):
         warehouse.load("reserve_policies", [policy("retail", "0.1", "2026-01-01"), policy("retail", "0.2", "2026-01-01")])
     with pytest.raises(LoadError, match="is empty"):
