@@ -5,7 +5,7 @@ from __future__ import annotations
 from payledger.contract import RAW_SCHEMA
 
 # The relations Python reads by name, in one place (schemas as dbt_project.yml names them;
-# tests/unit/test_relations.py checks each against dbt's manifest).
+# tests/unit/test_tooling.py checks each against dbt's manifest).
 #: The balance view (the mart ``merchant_balance_current``).
 VIEW = "payledger.merchant_balance_current"
 #: The audit of what each build invalidated and replayed.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -9,6 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from payledger import warehouse
+from payledger.contract import RAW_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -32,14 +36,46 @@ def test_code_is_lint_clean(argv):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
-def test_dbt_metadata_scores_at_least_9_8_and_every_mart_10(tmp_path):
-    """dbt-score with the committed configuration (pyproject.toml), as `make lint` runs it."""
-    env = {**os.environ, "VENV_BIN": str(BIN), "DBT_TARGET_PATH": str(tmp_path / "target")}
+@pytest.fixture(scope="module")
+def metadata_lint(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`scripts/lint_metadata.sh` run once (as `make lint` runs it): its result and the manifest
+    its `dbt parse` wrote."""
+    target = tmp_path_factory.mktemp("metadata") / "target"
+    env = {**os.environ, "VENV_BIN": str(BIN), "DBT_TARGET_PATH": str(target)}
     result = subprocess.run(["bash", "scripts/lint_metadata.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return result, target / "manifest.json"
+
+
+@pytest.mark.xdist_group("metadata")
+def test_dbt_metadata_scores_at_least_9_8_and_every_mart_10(metadata_lint):
+    """dbt-score with the committed configuration (pyproject.toml), as `make lint` runs it."""
+    result, _ = metadata_lint
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
     scores = [float(score) for score in re.findall(r"Project score: ([\d.]+)", plain)]
     assert len(scores) == 2 and scores[0] >= 9.8 and scores[1] == 10.0, plain[-4000:]
+
+
+@pytest.mark.xdist_group("metadata")
+def test_every_relation_named_in_python_is_one_that_dbt_builds(metadata_lint):
+    """``payledger.warehouse`` names the relations Python reads; each is a model, seed, snapshot,
+    source or stored test failure in dbt's manifest, under the schema dbt gives it."""
+    result, manifest_path = metadata_lint
+    assert manifest_path.is_file(), result.stdout[-3000:] + result.stderr[-2000:]
+    manifest = json.loads(manifest_path.read_text())
+    built = {
+        f"{node['schema']}.{node.get('alias') or node.get('identifier') or node['name']}"
+        for node in [*manifest["nodes"].values(), *manifest["sources"].values()]
+        if node["resource_type"] in {"model", "seed", "snapshot", "source", "test"}
+    }
+    relations = {name: value for name, value in vars(warehouse).items() if name.isupper() and isinstance(value, str) and "." in value}
+    named = {name: value for name, value in relations.items() if name != "PUBLISHED_RELATION"}
+    assert len(named) >= 8, named
+    assert {name: value for name, value in named.items() if value not in built} == {}, sorted(built)
+    assert {source["schema"] for source in manifest["sources"].values()} == {RAW_SCHEMA}
+    # The published relation is the project's own (payledger.publish), beside the view, not dbt's.
+    assert warehouse.PUBLISHED_RELATION not in built
+    assert warehouse.PUBLISHED_RELATION.split(".")[0] == warehouse.VIEW.split(".")[0]
 
 
 def test_every_yaml_file_parses():
