@@ -303,6 +303,28 @@ def test_the_index_encodes_a_version_as_the_row_by_row_encoder_would():
     )
     publication = Publication("delta", "/v", 3, None, BUILD_A, 41, "2026-11-26T10:00:00+00:00")
     expected = [json.dumps(_entry(row, publication), separators=(",", ":")).encode() for row in rows.to_pylist()]
-    assert _encoded_entries(rows, publication) == expected
+    assert _encoded_entries(rows, publication).to_pylist() == expected
     odd = rows.set_column(1, "currency", pa.array(["USD", 'E"R', "JPY"]))
     assert _encoded_entries(odd, publication) is None
+
+
+def test_the_index_groups_each_merchants_entries_sorted_by_currency_on_either_encoder(tmp_path):
+    """Rows in any order: each merchant's body lists its currencies sorted, the same with Arrow's
+    encoder and with the row-by-row one (taken when a currency would need escaping)."""
+    from deltalake import write_deltalake
+
+    from payledger.serve import BalanceIndex
+
+    for odd in ("EUR", 'E"R'):
+        table = tmp_path / f"view-{len(odd)}-{odd.isalpha()}"
+        rows = [
+            view_row("m2", "USD", "1.00", "0.00", "0.00", 1),
+            view_row("m1", "USD", "2.00", "0.00", "0.00", 2),
+            view_row("m1", odd, "3.00", "0.00", "0.00", 3),
+        ]
+        write_deltalake(str(table), view_table(rows))
+        index = BalanceIndex.load(Publication("delta", str(table), 0, None, BUILD_A, 3, "2026-11-26T10:00:00+00:00"))
+        m1 = json.loads(index.body("m1"))
+        assert [(b["currency"], b["available"]) for b in m1["balances"]] == sorted([("USD", "2.00"), (odd, "3.00")]), odd
+        assert [b["currency"] for b in json.loads(index.body("m2"))["balances"]] == ["USD"]
+        assert json.loads(index.body("m1", odd))["balances"][0]["available"] == "3.00"
