@@ -110,15 +110,18 @@ def _open_json_lines(path: Path) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         names.update(dict.fromkeys(row))
     schema = pa.schema([(name, pa.string()) for name in names])
 
+    def batch(rows: list[dict]) -> pa.RecordBatch:
+        return pa.record_batch([pa.array([row.get(name) for row in rows], pa.string()) for name in names], schema=schema)
+
     def batches() -> Iterator[pa.RecordBatch]:
         rows: list[dict] = []
         for row in _json_rows(path):
             rows.append(row)
             if len(rows) == JSON_BATCH_ROWS:
-                yield pa.record_batch([pa.array([r.get(n) for r in rows], pa.string()) for n in names], schema=schema)
+                yield batch(rows)
                 rows = []
         if rows:
-            yield pa.record_batch([pa.array([r.get(n) for r in rows], pa.string()) for n in names], schema=schema)
+            yield batch(rows)
 
     return schema, batches()
 

@@ -264,20 +264,29 @@ def read_table_version(
 
         clause = "" if where is None else f" where {where[0]} = '{where[1]}'"
         table = DeltaTable(location, version=version)
+        # arro3 batches, read by pyarrow through the Arrow C interface.
         reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
-        batches = []
-        for batch in reader:  # arro3 batches, read by pyarrow through the Arrow C interface
-            batches.append(pa.record_batch(batch))
-            # Yield Python's lock between batches: reading the whole result at once held it for
-            # 12-31 ms at 75,000 rows, which a server answering requests meanwhile waited out.
-            time.sleep(0)
-        return pa.Table.from_batches(batches, schema=pa.schema(reader.schema))
+        return _read_yielding(pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader))
     from pyiceberg.expressions import AlwaysTrue, EqualTo
     from pyiceberg.table import StaticTable
 
     table = StaticTable.from_metadata(metadata_file)
     row_filter = AlwaysTrue() if where is None else EqualTo(*where)
-    return table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow()
+    reader = table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow_batch_reader()
+    return _read_yielding(reader.schema, reader)
+
+
+def _read_yielding(schema, batches):
+    """A ``pyarrow.Table`` of ``batches``, yielding Python's lock after each one: reading a whole
+    version in one call held it for 12-31 ms at 75,000 rows, which a server answering requests
+    meanwhile waited out."""
+    import pyarrow as pa
+
+    read = []
+    for batch in batches:
+        read.append(batch)
+        time.sleep(0)
+    return pa.Table.from_batches(read, schema=schema)
 
 
 def read_published_view(publication: Publication, merchant_id: str | None = None, columns: tuple[str, ...] = VIEW_COLUMNS):
@@ -428,7 +437,6 @@ def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | No
     """The build's ``events_watermark`` and ``policy_observed_at`` (ISO, UTC) as
     ``payledger.balance_invalidations`` recorded them with its view version (read from the audit's
     files, no Spark job); (None, None) when it recorded none."""
-
     if not spark.catalog.tableExists(AUDIT):
         return None, None
     audit = committed_version(spark, table_format, AUDIT)

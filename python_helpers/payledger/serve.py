@@ -116,10 +116,11 @@ class BalanceIndex:
 
 
 def _encoded_entries(rows, publication: Publication):
-    """Each row of ``rows`` (a ``pyarrow.Table`` of ``publish.VIEW_COLUMNS``) as its JSON entry (a
-    ``pyarrow`` binary array, in the rows' order), the fields of ``_entry`` in its order, built with Arrow's compute kernels (which release
-    Python's lock, so that requests go on while a new version loads). Times carry microseconds
-    always. None when a currency is not three capital letters (its JSON might need escaping)."""
+    """Each row of ``rows`` (a ``pyarrow.Table`` of ``publish.VIEW_COLUMNS``) as its JSON entry, in
+    a ``pyarrow`` binary array in the rows' order: the fields of ``_entry`` in its order, built with
+    Arrow's compute kernels (which release Python's lock, so that requests go on while a new
+    version loads). Times carry microseconds always. None when a currency is not three capital
+    letters (its JSON might need escaping)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
