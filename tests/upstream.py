@@ -63,34 +63,36 @@ def installed(file: str) -> Path:
 
 def overrides() -> list[Override]:
     """Every macro whose properties name an upstream block (``meta.upstream``)."""
+    files = project_macros()
     found = []
     for properties in sorted(MACROS.rglob("_*.yml")):
         for macro in yaml.safe_load(properties.read_text()).get("macros", []):
             upstream = (macro.get("meta") or {}).get("upstream")
             if upstream:
-                found.append(Override(macro["name"], defining_file(macro["name"]), **upstream))
+                found.append(Override(macro["name"], files[macro["name"]][0], **upstream))
     return found
 
 
-def defining_file(name: str) -> Path:
-    """The file under ``macros/`` that defines macro ``name`` (a materialization's macro name is
-    ``materialization_<name>_<adapter>``)."""
-    materialization = re.fullmatch(r"materialization_(\w+?)_(\w+)", name)
-    pattern = (
-        rf"\{{%-?\s*materialization\s+{materialization[1]}\s*,\s*adapter\s*=\s*'{materialization[2]}'"
-        if materialization
-        else rf"\{{%-?\s*macro\s+{re.escape(name)}\s*\("
-    )
-    paths = [path for path in MACROS.rglob("*.sql") if re.search(pattern, path.read_text())]
-    if len(paths) != 1:
-        raise LookupError(f"macro {name} is defined in {len(paths)} files under macros/: {paths}")
-    return paths[0]
+def _defined(text: str) -> dict[str, str]:
+    """The macros a file defines, as {dbt's macro name: the block's name}: a macro is both
+    ``NAME``; a materialization is ``materialization_NAME_ADAPTER`` (``default`` when it names no
+    adapter) and ``materialization NAME``."""
+    found = {name: name for name in re.findall(r"\{%-?\s*macro\s+(\w+)\s*\(", text)}
+    for name, adapter, plain in re.findall(r"\{%-?\s*materialization\s+(\w+)\s*,\s*(?:adapter\s*=\s*'(\w+)'|(\w+))", text):
+        found[f"materialization_{name}_{adapter or plain}"] = f"materialization {name}"
+    return found
 
 
-def _defined(text: str) -> set[str]:
-    """The macros a file defines: macro names, and materializations as ``materialization NAME``."""
-    macros = set(re.findall(r"\{%-?\s*macro\s+(\w+)\s*\(", text))
-    return macros | {f"materialization {name}" for name in re.findall(r"\{%-?\s*materialization\s+(\w+)\s*,", text)}
+def project_macros() -> dict[str, tuple[Path, str]]:
+    """The macros defined under ``macros/``: {dbt's macro name: (its file, the block's name)}.
+    Raises ``LookupError`` for a name defined in two files."""
+    found: dict[str, tuple[Path, str]] = {}
+    for path in sorted(MACROS.rglob("*.sql")):
+        for name, block in _defined(path.read_text()).items():
+            if name in found:
+                raise LookupError(f"macro {name} is defined in {found[name][0]} and {path}")
+            found[name] = (path, block)
+    return found
 
 
 def replaced_upstream() -> dict[str, str]:
@@ -98,14 +100,5 @@ def replaced_upstream() -> dict[str, str]:
     macro name, or a materialization of the same name. Returns {our macro name: the block's name}."""
     upstream = set()
     for path in installed("dbt/include").rglob("*.sql"):
-        upstream |= _defined(path.read_text())
-    ours = {}
-    for path in MACROS.rglob("*.sql"):
-        text = path.read_text()
-        for name in _defined(text) & upstream:
-            if name.startswith("materialization "):
-                adapter = re.search(rf"\{{%-?\s*materialization\s+{name.split()[1]}\s*,\s*adapter\s*=\s*'(\w+)'", text)[1]
-                ours[f"materialization_{name.split()[1]}_{adapter}"] = name
-            else:
-                ours[name] = name
-    return ours
+        upstream |= set(_defined(path.read_text()).values())
+    return {name: block for name, (_, block) in project_macros().items() if block in upstream}
