@@ -181,7 +181,7 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
         raise
 
 
-def _first_row(path: Path, field: pa.Field, column: pa.Array, bad: pa.Array, first_row: int, why: str) -> LoadError:
+def _row_error(path: Path, field: pa.Field, column: pa.Array, bad: pa.Array, first_row: int, why: str) -> LoadError:
     """The error for the first row where ``bad`` holds, naming its row (from 1) and value."""
     index = pc.index(bad, True).as_py()
     value = column[index].as_py()
@@ -196,7 +196,7 @@ def _parse_dates(path: Path, column: pa.Array, field: pa.Field, first_row: int) 
     accepted = pc.match_substring_regex(column, r"^\d{4}-\d{2}-\d{2}([T ]00:00(:00(\.0+)?)?(Z|[+-]00(:?00)?)?)?$")
     bad = pc.and_(pc.is_valid(column), pc.invert(accepted))
     if pc.any(bad).as_py():
-        raise _first_row(path, field, column, bad, first_row, f"is not a date: give {DATE_FORMS}")
+        raise _row_error(path, field, column, bad, first_row, f"is not a date: give {DATE_FORMS}")
     return pc.utf8_slice_codeunits(column, 0, 10).cast(field.type)
 
 
@@ -206,7 +206,7 @@ def _midnight_dates(path: Path, column: pa.Array, field: pa.Field, first_row: in
     utc = column.cast(pa.timestamp(column.type.unit, "UTC"))
     bad = pc.fill_null(pc.not_equal(pc.floor_temporal(utc, unit="day"), utc), False)
     if pc.any(bad).as_py():
-        raise _first_row(path, field, utc, bad, first_row, f"is not a date: give {DATE_FORMS}")
+        raise _row_error(path, field, utc, bad, first_row, f"is not a date: give {DATE_FORMS}")
     return utc.cast(field.type)
 
 
@@ -219,12 +219,12 @@ def _parse_fractions(path: Path, column: pa.Array, field: pa.Field, first_row: i
     number = pc.utf8_rtrim_whitespace(pc.replace_substring_regex(column, "%$", "")).cast(pa.decimal128(field.type.precision + 8, field.type.scale + 2))
     over_one = pc.fill_null(pc.greater(number, pa.scalar(Decimal(1), number.type)), False)
     if pc.any(pc.and_(over_one, pc.invert(percent))).as_py():
-        raise _first_row(path, field, column, pc.and_(over_one, pc.invert(percent)), first_row, f"is ambiguous: give {FRACTION_FORMS}")
+        raise _row_error(path, field, column, pc.and_(over_one, pc.invert(percent)), first_row, f"is ambiguous: give {FRACTION_FORMS}")
     scaled = pc.multiply(number, pa.scalar(Decimal("0.01"), pa.decimal128(3, 2)))
     fraction = pc.if_else(percent, scaled, number.cast(scaled.type))
     over_all = pc.fill_null(pc.greater(fraction, pa.scalar(Decimal(1), fraction.type)), False)
     if pc.any(over_all).as_py():
-        raise _first_row(path, field, column, over_all, first_row, "is above 100%")
+        raise _row_error(path, field, column, over_all, first_row, "is above 100%")
     return fraction.cast(field.type)
 
 

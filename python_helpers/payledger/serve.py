@@ -75,8 +75,10 @@ class BalanceIndex:
         import pyarrow.compute as pc
 
         rows = read_published_view(publication)
-        # deltalake's engine returns string views, which Arrow's sort and take do not accept.
-        rows = rows.cast(pa.schema([(f.name, pa.string() if pa.types.is_string_view(f.type) else f.type) for f in rows.schema]))
+        # Text as plain strings: deltalake's engine returns string views, which Arrow's sort and
+        # take do not accept, and the encoder joins text with string literals.
+        text = (pa.types.is_string_view, pa.types.is_large_string)
+        rows = rows.cast(pa.schema([(f.name, pa.string() if any(kind(f.type) for kind in text) else f.type) for f in rows.schema]))
         rows = rows.take(pc.sort_indices(rows, sort_keys=[("merchant_id", "ascending"), ("currency", "ascending")]))
         entries = _encoded_entries(rows, publication)
         if entries is None:  # a currency JSON would need escaped: encode row by row
@@ -116,7 +118,8 @@ class BalanceIndex:
 
 
 def _encoded_entries(rows, publication: Publication):
-    """Each row of ``rows`` (a ``pyarrow.Table`` of ``publish.VIEW_COLUMNS``) as its JSON entry, in
+    """Each row of ``rows`` (a ``pyarrow.Table`` of ``publish.VIEW_COLUMNS``, text as ``string``:
+    ``BalanceIndex.load`` casts other text types) as its JSON entry, in
     a ``pyarrow`` binary array in the rows' order: the fields of ``_entry`` in its order, built with
     Arrow's compute kernels (which release Python's lock, so that requests go on while a new
     version loads). Times carry microseconds always. None when a currency is not three capital
@@ -124,7 +127,7 @@ def _encoded_entries(rows, publication: Publication):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    currency = pc.cast(rows.column("currency"), pa.string())  # deltalake's engine returns string views
+    currency = rows.column("currency")
     if currency.null_count or not pc.all(pc.match_substring_regex(currency, "^[A-Z]{3}$")).as_py():
         return None
 
