@@ -10,7 +10,7 @@
           some live file has no bound; the caller then reads max() by a scan.
         null (or 'no bounds') as described; null when the table is empty.
     -#}
-    {{- return(context[table_format() ~ '__column_max_query'](relation, column)) -}}
+    {{- return(format_variant('column_max_query')(relation, column)) -}}
 {%- endmacro %}
 
 

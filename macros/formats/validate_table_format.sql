@@ -4,15 +4,13 @@
         format's catalog (Iceberg's SparkCatalog for a delta run, Delta's DeltaCatalog for an iceberg
         run): tables would be written in one format into the other's catalog. Catches a Thrift
         Server started in another format than PAYLEDGER_FORMAT says. Any other catalog (a
-        platform's own, such as Databricks') is left to the platform. Renders nothing.
+        platform's own, such as Databricks') is left to the platform. The catalog classes: the var
+        `table_format_catalogs`. Renders nothing.
     -#}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set catalogs = {
-        'delta': 'org.apache.spark.sql.delta.catalog.DeltaCatalog',
-        'iceberg': 'org.apache.iceberg.spark.SparkCatalog',
-    } -%}
+    {%- set catalogs = var('table_format_catalogs') -%}
     {%- set found = run_query('set spark.sql.catalog.spark_catalog').columns[1].values() -%}
     {%- set catalog = found[0] if found else none -%}
     {%- for other, class_name in catalogs.items() if other != table_format() and catalog == class_name -%}

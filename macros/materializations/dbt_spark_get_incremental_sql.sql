@@ -18,7 +18,7 @@
         {%- do predicates.append(pruning) -%}
     {%- endif -%}
     {%- if execute and strategy in ['append', 'merge'] -%}
-        {{ return(context[table_format() ~ '__incremental_write_sql'](strategy, source, target, existing, unique_key, predicates or none)) }}
+        {{ return(format_variant('incremental_write_sql')(strategy, source, target, existing, unique_key, predicates or none)) }}
     {%- endif -%}
     {{ return(dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, predicates or none)) }}
 {% endmacro %}

@@ -40,8 +40,7 @@
         {% set file_format = config.get('file_format') %}
         {% set replaced_in_place = old_relation is not none and old_relation.is_table
             and store_failures_as == 'table'
-            and ((file_format == 'delta' and old_relation.is_delta)
-                 or (file_format == 'iceberg' and old_relation.is_iceberg)) %}
+            and relation_is_format(old_relation, file_format) %}
         {% if old_relation and not replaced_in_place %}
             {% do adapter.drop_relation(old_relation) %}
         {% endif %}

@@ -16,7 +16,7 @@
         {{ log('seed ' ~ old_relation ~ ' is loaded from this file already; nothing to do', info=false) }}
         {{ return('') }}
     {%- endif -%}
-    {%- if not (old_relation and (old_relation.is_delta or old_relation.is_iceberg)) -%}
+    {%- if not (old_relation and relation_is_any_format(old_relation)) -%}
         {{ return(dbt.spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
     {%- endif -%}
     {%- set column_override = model['config'].get('column_types', {}) -%}

@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import jinja2
+import yaml
 
 execute = False
 invocation_id = "00000000-0000-0000-0000-000000000000"
@@ -32,14 +33,32 @@ exceptions = _Namespace()
 adapter = _Namespace()
 
 
+class _Context:
+    """dbt's `context` (the macros by name): any macro is a callable returning an empty string, so
+    format_variant renders while linting without choosing a format."""
+
+    def get(self, name, default=None):
+        return lambda *args, **kwargs: ""
+
+
+context = _Context()
+#: The project's vars whose values are plain YAML (not Jinja that dbt renders per target).
+_PROJECT_VARS = {
+    name: value
+    for name, value in yaml.safe_load((Path(__file__).resolve().parents[2] / "dbt_project.yml").read_text())["vars"].items()
+    if not (isinstance(value, str) and "{" in value)
+}
+
+
 def run_query(sql):
     """Never called while execute is False; present so that the name is defined."""
     return None
 
 
 def var(name, default=None):
-    """No --vars while linting: every var has its default (a normal build, not a replay)."""
-    return default
+    """No --vars while linting: every var has its value in dbt_project.yml when that is plain YAML
+    (the list of formats), else its default (a normal build, not a replay)."""
+    return _PROJECT_VARS.get(name, default)
 
 
 def log(message, info=False):
