@@ -78,11 +78,12 @@ def _statements(fmt: str) -> list[str]:
 
 def _train(warehouse: Path) -> None:
     """Run the workload on Delta, then (same JVM, a new session) on Iceberg."""
+    from payledger.formats import format_named
     from payledger.spark import get_spark
 
-    for fmt, target in (("delta", "local"), ("iceberg", "iceberg")):
+    for fmt in _WORKLOAD:
         os.environ["PAYLEDGER_WAREHOUSE"] = str(warehouse / fmt)
-        spark = get_spark(target)
+        spark = get_spark(format_named(fmt).target)
         for statement in _statements(fmt):
             spark.sql(statement).collect()
         spark.stop()  # the next format gets a session of its own in the same JVM

@@ -1,54 +1,77 @@
-"""What differs between the two table formats (Delta Lake, Apache Iceberg), for the Python side.
+"""What differs between the table formats (Delta Lake, Apache Iceberg), for the Python side.
 
-The SQL side has its twin in ``macros/formats/``. The format of a Spark session is read from the
-session itself (the class that owns ``spark_catalog``), so nothing here repeats the rule that picks
-a target's format (``dbt_project.yml``, var ``table_format``).
+Each difference is one method of ``TableFormat``, with one subclass per format (``DeltaFormat``,
+``IcebergFormat``); the rest of the package asks ``format_named(name)`` or
+``session_table_format(spark)`` for the format and calls the method, without branching on its name.
+The SQL side has its twin in ``macros/formats/`` (a ``<format>__<name>`` macro per difference,
+chosen by ``format_variant``). The list of formats and the catalog class of each is
+``dbt_project.yml``'s var ``table_format_catalogs``, read by both sides (``catalog_classes``). The
+format of a Spark session is read from the session itself (the class that owns ``spark_catalog``),
+so nothing here repeats the rule that picks a target's format (``dbt_project.yml``, var
+``table_format``). A third format is a third subclass, its entry in ``table_format_catalogs`` and
+its macros.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 DELTA = "delta"
 ICEBERG = "iceberg"
-FORMATS = (DELTA, ICEBERG)
-
-_CATALOG_CLASSES = {
-    "org.apache.spark.sql.delta.catalog.DeltaCatalog": DELTA,
-    "org.apache.iceberg.spark.SparkCatalog": ICEBERG,
-}
 
 
 class FormatError(RuntimeError):
-    """The session's ``spark_catalog`` is neither Delta's nor Iceberg's."""
+    """The session's ``spark_catalog`` is not the catalog of a format the project writes."""
+
+
+@functools.cache
+def catalog_classes() -> dict[str, str]:
+    """Each format the project writes -> the class of Spark's ``spark_catalog`` that holds its
+    tables, from ``dbt_project.yml``'s var ``table_format_catalogs`` (the one list; the macros
+    ``table_formats`` and ``validate_table_format`` read it too)."""
+    import yaml
+
+    from payledger.spark import PROJECT_ROOT
+
+    project = yaml.safe_load((PROJECT_ROOT / "dbt_project.yml").read_text())
+    return dict(project["vars"]["table_format_catalogs"])
+
+
+def _format_of_catalog(catalog: str) -> str | None:
+    return next((name for name, class_name in catalog_classes().items() if class_name == catalog), None)
 
 
 def session_format(spark) -> str:
-    """``"delta"`` or ``"iceberg"``: the format of the tables this session's ``spark_catalog`` holds.
+    """The name (``"delta"``, ``"iceberg"``) of the format of the tables this session's
+    ``spark_catalog`` holds.
 
-    Raises ``FormatError`` for any other catalog (the project's profiles configure one of the two).
+    Raises ``FormatError`` for any other catalog (the project's profiles configure one of them).
     """
     catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "")
-    try:
-        return _CATALOG_CLASSES[catalog]
-    except KeyError:
-        raise FormatError(f"spark_catalog is {catalog or 'unset'!r}; expected Delta's DeltaCatalog or Iceberg's SparkCatalog") from None
+    found = _format_of_catalog(catalog)
+    if found is None:
+        raise FormatError(f"spark_catalog is {catalog or 'unset'!r}; expected one of {', '.join(catalog_classes().values())}")
+    return found
 
 
 def target_format(target: str | None = None) -> str:
-    """``"delta"`` or ``"iceberg"``: the format of an embedded dbt target's tables (default: the
-    profile's default target), read from the ``spark_catalog`` its profile configures, without
-    starting Spark. Raises ``FormatError`` for a target without either catalog (``thrift``)."""
+    """The name of the format of an embedded dbt target's tables (default: the profile's default
+    target), read from the ``spark_catalog`` its profile configures, without starting Spark.
+    Raises ``FormatError`` for a target without one of the formats' catalogs (``thrift``)."""
     from payledger.spark import default_target, spark_setting
 
     target = target or default_target()
-    catalog = spark_setting("spark.sql.catalog.spark_catalog", target) or ""
-    try:
-        return _CATALOG_CLASSES[catalog]
-    except KeyError:
-        raise FormatError(f"target {target} configures no Delta or Iceberg spark_catalog") from None
+    found = _format_of_catalog(spark_setting("spark.sql.catalog.spark_catalog", target) or "")
+    if found is None:
+        raise FormatError(f"target {target} configures no {' or '.join(name.capitalize() for name in catalog_classes())} spark_catalog")
+    return found
 
 
 @dataclass(frozen=True)
@@ -82,21 +105,11 @@ class Commit:
 
 
 def table_commits(spark, table: str) -> list[Commit]:
-    """The commits of ``table`` (``schema.name``), oldest first; empty when it does not exist.
-
-    Delta: ``DeltaTable.history()`` (``DESCRIBE HISTORY``); Iceberg: the ``snapshots`` metadata table.
-    """
+    """The commits of ``table`` (``schema.name``), oldest first; empty when it does not exist
+    (``TableFormat.commits``: Delta ``DeltaTable.history()``, Iceberg the ``snapshots`` table)."""
     if not spark.catalog.tableExists(table):
         return []
-    if session_format(spark) == DELTA:
-        from delta.tables import DeltaTable
-
-        history = DeltaTable.forName(spark, table).history().selectExpr("*", "unix_micros(timestamp) as committed_us")
-        return [_delta_commit(row.asDict()) for row in history.orderBy("version").collect()]
-    rows = spark.sql(
-        f"select snapshot_id, parent_id, operation, summary, unix_micros(committed_at) as committed_us from {table}.snapshots order by committed_at"
-    ).collect()
-    return [_iceberg_commit(row.asDict(), first=index == 0) for index, row in enumerate(rows)]
+    return session_table_format(spark).commits(spark, table)
 
 
 _DELTA_KINDS = {
@@ -167,37 +180,344 @@ def rows_written(commits: list[Commit]) -> int:
 
 
 def table_bytes(spark, table: str) -> int:
-    """Bytes of the data files of ``table``'s current version.
-
-    Delta: ``DESCRIBE DETAIL`` ``sizeInBytes``; Iceberg: the sum of ``file_size_in_bytes`` of its
-    ``data_files`` metadata table.
-    """
-    if session_format(spark) == DELTA:
-        return int(spark.sql(f"describe detail {table}").first()["sizeInBytes"])
-    return int(spark.sql(f"select coalesce(sum(file_size_in_bytes), 0) as n from {table}.data_files").first()["n"])
+    """Bytes of the data files of ``table``'s current version (``TableFormat.data_bytes``)."""
+    return session_table_format(spark).data_bytes(spark, table)
 
 
 def readable_commits(spark, table: str) -> list[Commit]:
-    """The commits of ``table`` that time travel (``VERSION AS OF``) can still read, oldest first.
+    """The commits of ``table`` that time travel (``VERSION AS OF``) can still read, oldest first
+    (``TableFormat.readable``)."""
+    return session_table_format(spark).readable(table_commits(spark, table))
 
-    Iceberg: every snapshot ``expire_snapshots`` left (the ``snapshots`` metadata table). Delta:
-    the history minus the versions whose data files a ``VACUUM`` may have deleted. A VACUUM at time
-    T with retention R (``VACUUM START``'s ``specifiedRetentionMillis``, else
-    ``defaultRetentionMillis``) deletes only files removed before T - R, so the version current at
-    T - R and every later one are whole. Delta records VACUUM in the history on local, HDFS and
-    cloud file systems (``spark.databricks.delta.vacuum.logging.enabled``); the latest cutoff of
-    all of them counts.
-    """
-    commits = table_commits(spark, table)
-    if session_format(spark) != DELTA:
+
+@dataclass(frozen=True)
+class TableVersion:
+    """A table's current version as its files hold it: the table ``location`` (a folder), the
+    ``version`` (Delta table version, Iceberg snapshot id), ``metadata_file`` (Iceberg's current
+    metadata file; None on Delta) and ``committed_at`` (UTC, ISO 8601)."""
+
+    location: str
+    version: int
+    metadata_file: str | None
+    committed_at: str
+
+
+def iso_from_ms(millis: int) -> str:
+    """Milliseconds since the epoch as UTC ISO 8601 with milliseconds (``...T10:00:00.000+00:00``)."""
+    return dt.datetime.fromtimestamp(millis / 1000, dt.UTC).isoformat(timespec="milliseconds")
+
+
+class TableFormat:
+    """One table format's side of each difference the Python code has. ``name`` is the format's
+    name in ``dbt_project.yml`` (var ``table_format_catalogs``) and in the publication document;
+    ``target`` the embedded dbt target (``profiles/profiles.yml``) that writes it. ``spark`` is a
+    session whose ``spark_catalog`` is this format's; ``table`` is ``schema.name``; ``location`` a
+    table's folder. Readers without Spark (``source_position``, ``read_version``) open a table's
+    files directly (``deltalake``, ``pyiceberg``) and raise those libraries' errors."""
+
+    name: str
+
+    @property
+    def target(self) -> str:
+        """The first embedded target of the profile whose ``spark_catalog`` is this format's
+        (``target_format``); ``FormatError`` when there is none."""
+        from payledger.spark import profile_targets
+
+        for target in profile_targets():
+            try:
+                if target_format(target) == self.name:
+                    return target
+            except FormatError:
+                continue
+        raise FormatError(f"no target of profiles/profiles.yml configures the spark_catalog of {self.name}")
+
+    def commits(self, spark, table: str) -> list[Commit]:
+        """Every commit of an existing table, oldest first."""
+        raise NotImplementedError
+
+    def readable(self, commits: list[Commit]) -> list[Commit]:
+        """Those of ``commits`` (a table's, oldest first) that time travel can still read."""
+        raise NotImplementedError
+
+    def data_bytes(self, spark, table: str) -> int:
+        """Bytes of the data files of the current version."""
+        raise NotImplementedError
+
+    def location(self, spark, table: str) -> str:
+        """The table's folder as its catalog records it (no Spark job)."""
+        raise NotImplementedError
+
+    def current_version(self, spark, table: str) -> int:
+        """The current version (Delta version, Iceberg snapshot id; -1 for a table without one)."""
+        raise NotImplementedError
+
+    def commits_since(self, spark, table: str, version: int | None) -> int:
+        """Commits after ``version``; every commit when it is None or no longer in the table."""
+        raise NotImplementedError
+
+    def file_counts(self, spark, table: str) -> tuple[int, int]:
+        """(data files, delete files) of the current version."""
+        raise NotImplementedError
+
+    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+        """Compact files, rewrite the files that carry deletes and apply ``retention_hours`` of
+        history retention (``default_retention_hours``: what needs no override)."""
+        raise NotImplementedError
+
+    def source_position(self, location: str) -> int | None:
+        """Max ``ingest_seq`` of the current version, from file statistics (None: empty or none)."""
+        raise NotImplementedError
+
+    def committed_version(self, spark, table: str) -> TableVersion:
+        """The current version, with its location, metadata file and commit time (no Spark job)."""
+        raise NotImplementedError
+
+    def read_version(self, location: str, version: int, metadata_file: str | None, columns: tuple[str, ...], where: tuple[str, str] | None):
+        """(pyarrow schema, iterator of record batches) of ``columns`` of one committed version;
+        ``where``: (column, already checked string value), an equality filter."""
+        raise NotImplementedError
+
+
+class DeltaFormat(TableFormat):
+    """Delta Lake 3.3: ``delta-spark``'s Python API and Delta's JVM classes in a session, ``deltalake``
+    (delta-rs) without one."""
+
+    name = DELTA
+
+    def commits(self, spark, table: str) -> list[Commit]:
+        from delta.tables import DeltaTable
+
+        history = DeltaTable.forName(spark, table).history().selectExpr("*", "unix_micros(timestamp) as committed_us")
+        return [_delta_commit(row.asDict()) for row in history.orderBy("version").collect()]
+
+    def readable(self, commits: list[Commit]) -> list[Commit]:
+        """The history minus the versions whose data files a ``VACUUM`` may have deleted. A VACUUM
+        at time T with retention R (``VACUUM START``'s ``specifiedRetentionMillis``, else
+        ``defaultRetentionMillis``) deletes only files removed before T - R, so the version current
+        at T - R and every later one are whole. Delta records VACUUM in the history on local, HDFS
+        and cloud file systems (``spark.databricks.delta.vacuum.logging.enabled``); the latest
+        cutoff of all of them counts."""
+        cutoff = None
+        for commit in commits:
+            if commit.operation == "VACUUM START":
+                retention_ms = commit.parameters.get("specifiedRetentionMillis") or commit.parameters.get("defaultRetentionMillis") or "0"
+                vacuumed_before = commit.committed_at - dt.timedelta(milliseconds=int(retention_ms))
+                cutoff = vacuumed_before if cutoff is None else max(cutoff, vacuumed_before)
+        if cutoff is None:
+            return commits
+        older = [index for index, commit in enumerate(commits) if commit.committed_at <= cutoff]
+        return commits[older[-1] :] if older else commits
+
+    def data_bytes(self, spark, table: str) -> int:
+        return int(spark.sql(f"describe detail {table}").first()["sizeInBytes"])
+
+    def location(self, spark, table: str) -> str:
+        return urlparse(spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()["data_type"]).path
+
+    @staticmethod
+    def _snapshot(spark, table: str):
+        """The latest snapshot (a JVM ``org.apache.spark.sql.delta.Snapshot``), from the log's
+        checkpoint and the commits after it (``DeltaLog.update``; Delta 3.3's signature)."""
+        jvm = spark._jvm
+        schema, name = table.split(".")
+        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(schema))
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, identifier)
+        return delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+    def current_version(self, spark, table: str) -> int:
+        return int(self._snapshot(spark, table).version())
+
+    def commits_since(self, spark, table: str, version: int | None) -> int:
+        current = self.current_version(spark, table)
+        return current - version if version is not None and version <= current else current + 1
+
+    def file_counts(self, spark, table: str) -> tuple[int, int]:
+        """From Delta's own log replay (``numOfFiles``, ``numDeletionVectorsOpt``, through the JVM:
+        neither delta-spark's Python API nor ``DESCRIBE DETAIL`` counts deletion vectors in Delta
+        3.3; 0 on a table without deletion vectors). Raises ``RuntimeError`` when Delta has no
+        deletion-vector count for a table that has them enabled."""
+        snapshot = self._snapshot(spark, table)
+        vectors = snapshot.numDeletionVectorsOpt()
+        if vectors.isDefined():
+            return int(snapshot.numOfFiles()), int(vectors.get())
+        if spark.sql(f"describe detail {table}").first()["properties"].get("delta.enableDeletionVectors") != "true":
+            return int(snapshot.numOfFiles()), 0  # no deletion vectors on this table
+        raise RuntimeError(f"Delta computed no deletion-vector count for {table} version {snapshot.version()}")
+
+    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+        """``OPTIMIZE``, ``REORG TABLE ... APPLY (PURGE)`` when deletion vectors remain, ``VACUUM``."""
+        from delta.tables import DeltaTable
+
+        delta_table = DeltaTable.forName(spark, table)
+        delta_table.optimize().executeCompaction()
+        if self.file_counts(spark, table)[1]:
+            # delta-spark has no Python call for REORG.
+            spark.sql(f"reorg table {table} apply (purge)")
+        with _delta_retention_check(spark, retention_hours < default_retention_hours):
+            delta_table.vacuum(retention_hours)
+
+    def source_position(self, location: str) -> int | None:
+        """Delta's per-file ``maxValues`` (``deltalake``)."""
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        actions = pa.table(DeltaTable(location).get_add_actions(flatten=True))
+        if "max.ingest_seq" not in actions.column_names:
+            return None
+        bounds = [value for value in actions.column("max.ingest_seq").to_pylist() if value is not None]
+        return max(bounds) if bounds else None
+
+    def committed_version(self, spark, table: str) -> TableVersion:
+        """The catalog's location and the log (``deltalake``: the version; the commit file's
+        modification time)."""
+        from deltalake import DeltaTable
+
+        folder = self.location(spark, table)
+        version = DeltaTable(folder).version()
+        # Delta's commit time is its log file's modification time (what DESCRIBE HISTORY shows and
+        # TIMESTAMP AS OF uses), not commitInfo's timestamp, which the writer set a little earlier.
+        written = Path(folder, "_delta_log", f"{version:020d}.json").stat().st_mtime_ns // 1_000_000
+        return TableVersion(folder, version, None, iso_from_ms(written))
+
+    def read_version(self, location: str, version: int, metadata_file: str | None, columns: tuple[str, ...], where: tuple[str, str] | None):
+        """Through ``deltalake``'s SQL engine, which applies deletion vectors."""
+        import pyarrow as pa
+        from deltalake import DeltaTable, QueryBuilder
+
+        clause = "" if where is None else f" where {where[0]} = '{where[1]}'"
+        table = DeltaTable(location, version=version)
+        # arro3 batches, read by pyarrow through the Arrow C interface.
+        reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
+        return pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader)
+
+
+@contextmanager
+def _delta_retention_check(spark, off: bool) -> Iterator[None]:
+    """Delta refuses VACUUM below its 168 h default unless its check is off: turn it off when
+    ``off`` (a shorter retention the caller asked for), and restore it."""
+    key = "spark.databricks.delta.retentionDurationCheck.enabled"
+    before = spark.conf.get(key, "true")
+    if off:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+class IcebergFormat(TableFormat):
+    """Apache Iceberg 1.10: Iceberg's Java API and metadata tables in a session, ``pyiceberg``
+    without one."""
+
+    name = ICEBERG
+
+    def commits(self, spark, table: str) -> list[Commit]:
+        rows = spark.sql(
+            f"select snapshot_id, parent_id, operation, summary, unix_micros(committed_at) as committed_us from {table}.snapshots order by committed_at"
+        ).collect()
+        return [_iceberg_commit(row.asDict(), first=index == 0) for index, row in enumerate(rows)]
+
+    def readable(self, commits: list[Commit]) -> list[Commit]:
+        """Every snapshot ``expire_snapshots`` left."""
         return commits
-    cutoff = None
-    for commit in commits:
-        if commit.operation == "VACUUM START":
-            retention_ms = commit.parameters.get("specifiedRetentionMillis") or commit.parameters.get("defaultRetentionMillis") or "0"
-            vacuumed_before = commit.committed_at - dt.timedelta(milliseconds=int(retention_ms))
-            cutoff = vacuumed_before if cutoff is None else max(cutoff, vacuumed_before)
-    if cutoff is None:
-        return commits
-    older = [index for index, commit in enumerate(commits) if commit.committed_at <= cutoff]
-    return commits[older[-1] :] if older else commits
+
+    def data_bytes(self, spark, table: str) -> int:
+        return int(spark.sql(f"select coalesce(sum(file_size_in_bytes), 0) as n from {table}.data_files").first()["n"])
+
+    @staticmethod
+    def _table(spark, table: str):
+        return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+
+    def location(self, spark, table: str) -> str:
+        return urlparse(self._table(spark, table).location()).path
+
+    @staticmethod
+    def _snapshot_ids(spark, table: str) -> list[int]:
+        return [row[0] for row in spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at").collect()]
+
+    def current_version(self, spark, table: str) -> int:
+        ids = self._snapshot_ids(spark, table)
+        return ids[-1] if ids else -1
+
+    def commits_since(self, spark, table: str, version: int | None) -> int:
+        ids = self._snapshot_ids(spark, table)
+        return len(ids) - 1 - ids.index(version) if version in ids else len(ids)
+
+    def file_counts(self, spark, table: str) -> tuple[int, int]:
+        """The ``data_files`` and ``delete_files`` metadata tables."""
+        data = spark.sql(f"select count(*) as n from {table}.data_files").first()["n"]
+        deletes = spark.sql(f"select count(*) as n from {table}.delete_files").first()["n"]
+        return int(data), int(deletes)
+
+    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+        """``rewrite_data_files`` (with deletes), ``rewrite_position_delete_files``,
+        ``rewrite_manifests``, ``expire_snapshots``."""
+        cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")
+        # Rewrites small files and every data file with a delete against it (the deletes are applied).
+        # Then drops the delete files that no longer apply to any data file.
+        spark.sql(
+            f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+            "options => map('min-input-files', '2', 'delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))"
+        )
+        spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', options => map('rewrite-all', 'true'))")
+        spark.sql(f"call spark_catalog.system.rewrite_manifests(table => '{table}')")
+        # A time in the retention period reads the snapshot current then, which may be older than the
+        # cutoff: expire only the snapshots older than the last one committed at or before it.
+        kept = spark.sql(
+            f"select date_format(max(committed_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from {table}.snapshots where committed_at <= timestamp '{cutoff}'"
+        ).first()[0]
+        if kept is not None:
+            spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{kept}', retain_last => 1)")
+
+    def source_position(self, location: str) -> int | None:
+        """Per-file upper bounds (``pyiceberg``, from the newest ``metadata/*.metadata.json`` by
+        write time)."""
+        from pyiceberg.table import StaticTable
+
+        metadata = max(Path(location, "metadata").glob("*.metadata.json"), key=lambda path: path.stat().st_mtime_ns)
+        files = StaticTable.from_metadata(str(metadata)).inspect.files()
+        if files.num_rows == 0:
+            return None
+        bounds = [m["ingest_seq"]["upper_bound"] for m in files.column("readable_metrics").to_pylist() if m and m.get("ingest_seq")]
+        bounds = [value for value in bounds if value is not None]
+        return max(bounds) if bounds else None
+
+    def committed_version(self, spark, table: str) -> TableVersion:
+        """The table as its catalog loads it now (``currentSnapshot``, ``operations().current()``)."""
+        loaded = self._table(spark, table)
+        loaded.refresh()
+        metadata, snapshot = loaded.operations().current(), loaded.currentSnapshot()
+        return TableVersion(
+            urlparse(loaded.location()).path,
+            int(snapshot.snapshotId()),
+            urlparse(metadata.metadataFileLocation()).path,
+            iso_from_ms(snapshot.timestampMillis()),
+        )
+
+    def read_version(self, location: str, version: int, metadata_file: str | None, columns: tuple[str, ...], where: tuple[str, str] | None):
+        """Through ``pyiceberg`` from ``metadata_file``, position deletes applied."""
+        from pyiceberg.expressions import AlwaysTrue, EqualTo
+        from pyiceberg.table import StaticTable
+
+        table = StaticTable.from_metadata(metadata_file)
+        row_filter = AlwaysTrue() if where is None else EqualTo(*where)
+        reader = table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow_batch_reader()
+        return reader.schema, reader
+
+
+#: Every format the package knows, by name (a unit test checks it against ``catalog_classes``).
+_FORMATS: dict[str, TableFormat] = {fmt.name: fmt for fmt in (DeltaFormat(), IcebergFormat())}
+FORMATS = tuple(_FORMATS)
+
+
+def format_named(name: str) -> TableFormat:
+    """The ``TableFormat`` called ``name``; ``FormatError`` for a name the package does not know."""
+    try:
+        return _FORMATS[name]
+    except KeyError:
+        raise FormatError(f"unknown table format {name!r}; expected one of {', '.join(_FORMATS)}") from None
+
+
+def session_table_format(spark) -> TableFormat:
+    """The ``TableFormat`` of this session's tables (``session_format``)."""
+    return format_named(session_format(spark))

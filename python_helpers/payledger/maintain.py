@@ -22,17 +22,14 @@ reads the maintenance commit (the same rows, in files retention keeps; ``publish
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from payledger.files import write_atomically
-from payledger.formats import DELTA, session_format
+from payledger.formats import session_format, session_table_format
 from payledger.locks import build_lock, load_lock
 from payledger.publish import follow_maintenance
 from payledger.warehouse import VIEW, project_relations
@@ -81,41 +78,20 @@ class TableMaintenance:
 
 
 def file_counts(spark, table: str) -> FileCounts:
-    """The data files and delete files of ``table``'s current version.
+    """The data files and delete files of ``table``'s current version (``TableFormat.file_counts``).
 
     Delta: the file and deletion-vector counts of the table's latest snapshot, as Delta's own log
-    replay computes them (``DeltaLog.update()``, ``numOfFiles``, ``numDeletionVectorsOpt``, through
-    the JVM: neither delta-spark's Python API nor ``DESCRIBE DETAIL`` counts deletion vectors in
-    Delta 3.3; 0 on a table without deletion vectors); Iceberg: the ``data_files`` and
-    ``delete_files`` metadata tables. Raises ``RuntimeError`` when Delta has no deletion-vector
-    count for a table that has them enabled.
+    replay computes them (through the JVM: neither delta-spark's Python API nor ``DESCRIBE
+    DETAIL`` counts deletion vectors in Delta 3.3; 0 on a table without deletion vectors);
+    Iceberg: the ``data_files`` and ``delete_files`` metadata tables. Raises ``RuntimeError`` when
+    Delta has no deletion-vector count for a table that has them enabled.
     """
-    if session_format(spark) == DELTA:
-        snapshot = _delta_snapshot(spark, table)
-        vectors = snapshot.numDeletionVectorsOpt()
-        if vectors.isDefined():
-            return FileCounts(int(snapshot.numOfFiles()), int(vectors.get()))
-        if spark.sql(f"describe detail {table}").first()["properties"].get("delta.enableDeletionVectors") != "true":
-            return FileCounts(int(snapshot.numOfFiles()), 0)  # no deletion vectors on this table
-        raise RuntimeError(f"Delta computed no deletion-vector count for {table} version {snapshot.version()}")
-    data = spark.sql(f"select count(*) as n from {table}.data_files").first()["n"]
-    deletes = spark.sql(f"select count(*) as n from {table}.delete_files").first()["n"]
-    return FileCounts(int(data), int(deletes))
+    return FileCounts(*session_table_format(spark).file_counts(spark, table))
 
 
 def project_tables(spark) -> list[str]:
     """Every table (not view) of the project's schemas, as ``schema.name``, sorted."""
     return sorted(f"{schema}.{name}" for schema, objects in project_relations(spark).items() for name in objects["tables"])
-
-
-def _delta_snapshot(spark, table: str):
-    """The latest snapshot of a Delta table (a JVM ``org.apache.spark.sql.delta.Snapshot``), from
-    its log's checkpoint and the commits after it (``DeltaLog.update``; Delta 3.3's signature)."""
-    jvm = spark._jvm
-    schema, name = table.split(".")
-    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(schema))
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, identifier)
-    return delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
 
 
 def _state_key(spark, table: str) -> str:
@@ -136,17 +112,10 @@ def _write_state(warehouse: Path, state: dict[str, int]) -> None:
     write_atomically(warehouse / STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
-def _iceberg_snapshot_ids(spark, table: str) -> list[int]:
-    return [row[0] for row in spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at").collect()]
-
-
 def current_version(spark, table: str) -> int:
     """The table's current version: Delta's version number (it keeps counting across a create or
     replace) or Iceberg's current snapshot id (-1 for a table without one)."""
-    if session_format(spark) == DELTA:
-        return int(_delta_snapshot(spark, table).version())
-    ids = _iceberg_snapshot_ids(spark, table)
-    return ids[-1] if ids else -1
+    return session_table_format(spark).current_version(spark, table)
 
 
 def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
@@ -155,57 +124,7 @@ def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
 
     Reads only the latest Delta snapshot or Iceberg's snapshot list, not the table's whole history.
     """
-    maintained = _read_state(warehouse).get(_state_key(spark, table))
-    if session_format(spark) == DELTA:
-        version = int(_delta_snapshot(spark, table).version())
-        return version - maintained if maintained is not None and maintained <= version else version + 1
-    ids = _iceberg_snapshot_ids(spark, table)
-    return len(ids) - 1 - ids.index(maintained) if maintained in ids else len(ids)
-
-
-@contextmanager
-def _delta_retention_check(spark, retention_hours: float) -> Iterator[None]:
-    """Delta refuses VACUUM below its 168 h default unless its check is off: turn it off for a
-    shorter retention the caller asked for, and restore it."""
-    key = "spark.databricks.delta.retentionDurationCheck.enabled"
-    before = spark.conf.get(key, "true")
-    if retention_hours < DEFAULT_RETENTION_HOURS:
-        spark.conf.set(key, "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(key, before)
-
-
-def _maintain_delta(spark, table: str, retention_hours: float) -> None:
-    from delta.tables import DeltaTable
-
-    delta_table = DeltaTable.forName(spark, table)
-    delta_table.optimize().executeCompaction()
-    if file_counts(spark, table).delete_files:
-        # delta-spark has no Python call for REORG.
-        spark.sql(f"reorg table {table} apply (purge)")
-    with _delta_retention_check(spark, retention_hours):
-        delta_table.vacuum(retention_hours)
-
-
-def _maintain_iceberg(spark, table: str, retention_hours: float) -> None:
-    cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")
-    # Rewrites small files and every data file with a delete against it (the deletes are applied).
-    # Then drops the delete files that no longer apply to any data file.
-    spark.sql(
-        f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
-        "options => map('min-input-files', '2', 'delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))"
-    )
-    spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', options => map('rewrite-all', 'true'))")
-    spark.sql(f"call spark_catalog.system.rewrite_manifests(table => '{table}')")
-    # A time in the retention period reads the snapshot current then, which may be older than the
-    # cutoff: expire only the snapshots older than the last one committed at or before it.
-    kept = spark.sql(
-        f"select date_format(max(committed_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from {table}.snapshots where committed_at <= timestamp '{cutoff}'"
-    ).first()[0]
-    if kept is not None:
-        spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{kept}', retain_last => 1)")
+    return session_table_format(spark).commits_since(spark, table, _read_state(warehouse).get(_state_key(spark, table)))
 
 
 def maintain_tables(
@@ -228,10 +147,7 @@ def maintain_tables(
             continue
         started = time.monotonic()
         before = file_counts(spark, table)
-        if session_format(spark) == DELTA:
-            _maintain_delta(spark, table, retention_hours)
-        else:
-            _maintain_iceberg(spark, table, retention_hours)
+        session_table_format(spark).maintain(spark, table, retention_hours, DEFAULT_RETENTION_HOURS)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
         _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})
         if table == VIEW:

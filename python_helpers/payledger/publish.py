@@ -33,9 +33,9 @@ import time
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from payledger.files import write_atomically
+from payledger.formats import TableVersion, format_named
 from payledger.warehouse import AUDIT, LANDING_EVENTS, PUBLISHED_RELATION, VIEW
 
 #: Publications kept in the document: the current one and the ones before it.
@@ -177,23 +177,9 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True)
-class TableVersion:
-    """A table's current version as its files hold it: the table ``location`` (a folder), the
-    ``version`` (Delta table version, Iceberg snapshot id), ``metadata_file`` (Iceberg's current
-    metadata file; None on Delta) and ``committed_at`` (UTC, ISO 8601)."""
-
-    location: str
-    version: int
-    metadata_file: str | None
-    committed_at: str
-
-
 def table_location(spark, table_format: str, table: str) -> str:
     """The folder of ``table`` as its catalog records it (a metastore call, no Spark job)."""
-    if table_format == "delta":
-        return urlparse(spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()["data_type"]).path
-    return urlparse(spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table).location()).path
+    return format_named(table_format).location(spark, table)
 
 
 def source_position(table_format: str, location: str) -> int | None:
@@ -202,24 +188,7 @@ def source_position(table_format: str, location: str) -> int | None:
     per-file ``maxValues`` (``deltalake``), Iceberg's per-file upper bounds (``pyiceberg``, from
     the newest ``metadata/*.metadata.json`` by write time). None for an empty table or files
     without statistics. Raises the readers' errors when the table cannot be opened."""
-    if table_format == "delta":
-        import pyarrow as pa
-        from deltalake import DeltaTable
-
-        actions = pa.table(DeltaTable(location).get_add_actions(flatten=True))
-        if "max.ingest_seq" not in actions.column_names:
-            return None
-        bounds = [value for value in actions.column("max.ingest_seq").to_pylist() if value is not None]
-        return max(bounds) if bounds else None
-    from pyiceberg.table import StaticTable
-
-    metadata = max(Path(location, "metadata").glob("*.metadata.json"), key=lambda path: path.stat().st_mtime_ns)
-    files = StaticTable.from_metadata(str(metadata)).inspect.files()
-    if files.num_rows == 0:
-        return None
-    bounds = [m["ingest_seq"]["upper_bound"] for m in files.column("readable_metrics").to_pylist() if m and m.get("ingest_seq")]
-    bounds = [value for value in bounds if value is not None]
-    return max(bounds) if bounds else None
+    return format_named(table_format).source_position(location)
 
 
 def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersion:
@@ -228,25 +197,7 @@ def committed_version(spark, table_format: str, table: str = VIEW) -> TableVersi
     catalog loads it now (Iceberg's Java API: ``currentSnapshot``, ``operations().current()``).
     No Spark job.
     """
-    if table_format == "delta":
-        from deltalake import DeltaTable
-
-        folder = table_location(spark, table_format, table)
-        version = DeltaTable(folder).version()
-        # Delta's commit time is its log file's modification time (what DESCRIBE HISTORY shows and
-        # TIMESTAMP AS OF uses), not commitInfo's timestamp, which the writer set a little earlier.
-        written = Path(folder, "_delta_log", f"{version:020d}.json").stat().st_mtime_ns // 1_000_000
-        return TableVersion(folder, version, None, _iso_from_ms(written))
-    loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
-    loaded.refresh()
-    metadata, snapshot = loaded.operations().current(), loaded.currentSnapshot()
-    return TableVersion(
-        urlparse(loaded.location()).path, int(snapshot.snapshotId()), urlparse(metadata.metadataFileLocation()).path, _iso_from_ms(snapshot.timestampMillis())
-    )
-
-
-def _iso_from_ms(millis: int) -> str:
-    return dt.datetime.fromtimestamp(millis / 1000, dt.UTC).isoformat(timespec="milliseconds")
+    return format_named(table_format).committed_version(spark, table)
 
 
 def read_table_version(
@@ -257,23 +208,7 @@ def read_table_version(
     ``pyiceberg`` from ``metadata_file`` (position deletes applied). ``where``: (column, string
     value), an equality filter (the value must already be checked: it is quoted, not escaped).
     Raises the readers' own errors, for example when retention removed the version's files."""
-    import pyarrow as pa
-
-    if table_format == "delta":
-        from deltalake import DeltaTable, QueryBuilder
-
-        clause = "" if where is None else f" where {where[0]} = '{where[1]}'"
-        table = DeltaTable(location, version=version)
-        # arro3 batches, read by pyarrow through the Arrow C interface.
-        reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
-        return _read_yielding(pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader))
-    from pyiceberg.expressions import AlwaysTrue, EqualTo
-    from pyiceberg.table import StaticTable
-
-    table = StaticTable.from_metadata(metadata_file)
-    row_filter = AlwaysTrue() if where is None else EqualTo(*where)
-    reader = table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow_batch_reader()
-    return _read_yielding(reader.schema, reader)
+    return _read_yielding(*format_named(table_format).read_version(location, version, metadata_file, columns, where))
 
 
 def _read_yielding(schema, batches):

@@ -49,6 +49,11 @@ def _render(value: Any) -> str:
     return env.from_string(str(value)).render()
 
 
+def profile_targets() -> list[str]:
+    """The names of the profile's targets (``outputs`` of ``profiles/profiles.yml``), in file order."""
+    return list(_profile()["outputs"])
+
+
 def default_target() -> str:
     """The dbt target the CLI uses: the profile's default, rendered as dbt renders it
     (``$PAYLEDGER_TARGET``, else ``iceberg`` when ``PAYLEDGER_FORMAT=iceberg``, else ``local``)."""

@@ -21,11 +21,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from payledger.formats import FORMATS, format_named
 from payledger.spark import default_warehouse, project_environment, spark_conf
 
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-#: The embedded profile target whose Spark configuration a server of each format runs with.
-FORMAT_TARGETS = {"delta": "local", "iceberg": "iceberg"}
 MASTER_PORT = 7077
 PROCESSES = ("thrift", "worker", "master")  # stop order
 
@@ -79,8 +78,8 @@ def server_format() -> str:
     """The table format a server is started in: ``$PAYLEDGER_FORMAT`` (``delta`` or ``iceberg``),
     default ``delta``. Raises ``ThriftError`` for any other value."""
     fmt = os.environ.get("PAYLEDGER_FORMAT", "delta")
-    if fmt not in FORMAT_TARGETS:
-        raise ThriftError(f"PAYLEDGER_FORMAT must be one of {sorted(FORMAT_TARGETS)}, got {fmt!r}")
+    if fmt not in FORMATS:
+        raise ThriftError(f"PAYLEDGER_FORMAT must be one of {sorted(FORMATS)}, got {fmt!r}")
     return fmt
 
 
@@ -96,7 +95,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
         raise ThriftError(f"127.0.0.1:{port} is already in use (is a server running? `payledger thrift stop`)")
     home = spark_home()
     fmt = server_format()
-    conf = spark_conf(FORMAT_TARGETS[fmt])
+    conf = spark_conf(format_named(fmt).target)  # the embedded target's Spark configuration
     # The profile's driver class path: the server's too, and shipped to a standalone cluster's executors.
     jars = conf.pop("spark.driver.extraClassPath").split(os.pathsep)
     missing = [path for path in jars if not os.path.exists(path)]
