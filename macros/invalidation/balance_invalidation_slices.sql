@@ -32,14 +32,7 @@
         {% if include_landed %}
             union all
             select 'policy_change', landed.segment, cast(null as string), landed.effective_from_date, cast(null as timestamp), cast(null as bigint)
-            from {{ ref('stg_payledger__reserve_policies') }} as landed
-            left join {{ ref('int_reserve_policy_versions') }} as current_version
-                on landed.segment = current_version.segment
-                and current_version.superseded_at is null
-            where not (
-                landed.reserve_pct <=> current_version.reserve_pct
-                and landed.effective_from_date <=> current_version.effective_from_date
-            )
+            from ({{ reference_rows_not_captured('reserve_policies') }}) as landed
         {% endif %}
     ),
 
@@ -64,16 +57,9 @@
             union all
             select
                 'segment_change', cast(null as string), landed.merchant_id,
-                least(landed.segment_effective_from_date, coalesce(current_version.segment_effective_from_date, landed.segment_effective_from_date)),
+                least(landed.segment_effective_from_date, coalesce(landed.current_effective_from, landed.segment_effective_from_date)),
                 cast(null as timestamp), cast(null as bigint)
-            from {{ ref('stg_payledger__merchants') }} as landed
-            left join {{ ref('int_merchant_segment_versions') }} as current_version
-                on landed.merchant_id = current_version.merchant_id
-                and current_version.superseded_at is null
-            where not (
-                landed.segment <=> current_version.segment
-                and landed.segment_effective_from_date <=> current_version.segment_effective_from_date
-            )
+            from ({{ reference_rows_not_captured('merchants') }}) as landed
         {% endif %}
     ),
 

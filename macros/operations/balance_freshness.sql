@@ -39,25 +39,9 @@
 
         uncaptured_reference_rows as (
             {# Landed rows whose values differ from their snapshot's current version: the next build captures them. #}
-            select landed.segment as reference_key
-            from {{ ref('stg_payledger__reserve_policies') }} as landed
-            left join {{ ref('snp_payledger__reserve_policies') }} as captured
-                on landed.segment = captured.segment
-                and captured.dbt_valid_to is null
-            where not (
-                landed.reserve_pct <=> captured.reserve_pct
-                and landed.effective_from_date <=> captured.effective_from_date
-            )
+            select segment as reference_key from ({{ reference_rows_not_captured('reserve_policies') }})
             union all
-            select landed.merchant_id as reference_key
-            from {{ ref('stg_payledger__merchants') }} as landed
-            left join {{ ref('snp_payledger__merchants') }} as captured
-                on landed.merchant_id = captured.merchant_id
-                and captured.dbt_valid_to is null
-            where not (
-                landed.segment <=> captured.segment
-                and landed.segment_effective_from_date <=> captured.segment_effective_from_date
-            )
+            select merchant_id as reference_key from ({{ reference_rows_not_captured('merchants') }})
         )
 
         select

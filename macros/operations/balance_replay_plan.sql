@@ -73,11 +73,7 @@
             coalesce(slice_events.event_rows_to_read, 0) as event_rows_to_read
         from slices
         left join slice_events
-            on slices.cause = slice_events.cause
-            and slices.segment <=> slice_events.segment
-            and slices.merchant_id <=> slice_events.slice_merchant_id
-            and slices.from_date <=> slice_events.from_date
-            and slices.observed_at <=> slice_events.observed_at
+            on {{ in_same_slice('slices', 'slice_events') }}
         order by 1, 2
     {%- endset -%}
     {%- set rows = run_query(query) -%}

@@ -110,11 +110,7 @@ added_days as (
         new_days.merchant_id,
         new_days.currency,
         new_days.balance_date,
-        cast(
-            new_days.available_change + coalesce(checkpoint_days.available_change, 0) as decimal(18, 2)
-        ) as available_change,
-        cast(new_days.pending_change + coalesce(checkpoint_days.pending_change, 0) as decimal(18, 2)) as pending_change,
-        cast(new_days.reserve_change + coalesce(checkpoint_days.reserve_change, 0) as decimal(18, 2)) as reserve_change,
+        {{ stored_plus_posted('checkpoint_days', 'change', 'new_days', 'change') }},
         new_days.event_count + coalesce(checkpoint_days.event_count, 0) as event_count,
         greatest(new_days.source_watermark, coalesce(checkpoint_days.source_watermark, 0)) as source_watermark,
         greatest(new_days.last_event_time, checkpoint_days.last_event_time) as last_event_time

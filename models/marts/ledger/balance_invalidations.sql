@@ -116,11 +116,7 @@ final as (
     cross join watermarks
     cross join observations
     left join slice_keys
-        on slices.cause = slice_keys.cause
-        and slices.segment <=> slice_keys.segment
-        and slices.merchant_id <=> slice_keys.slice_merchant_id
-        and slices.from_date <=> slice_keys.from_date
-        and slices.observed_at <=> slice_keys.observed_at
+        on {{ in_same_slice('slices', 'slice_keys') }}
     left join view_rows
         on slice_keys.merchant_id = view_rows.merchant_id
         and slice_keys.currency = view_rows.currency

@@ -104,11 +104,7 @@ advanced as (
     select
         posted_sums.merchant_id,
         posted_sums.currency,
-        cast(
-            coalesce(stored_rows.available_balance, 0) + posted_sums.available_delta as decimal(18, 2)
-        ) as available_balance,
-        cast(coalesce(stored_rows.pending_balance, 0) + posted_sums.pending_delta as decimal(18, 2)) as pending_balance,
-        cast(coalesce(stored_rows.reserve_hold, 0) + posted_sums.reserve_delta as decimal(18, 2)) as reserve_hold,
+        {{ stored_plus_posted('stored_rows', 'balance', 'posted_sums', 'delta') }},
         greatest(stored_rows.last_event_time, posted_sums.last_event_time) as last_event_time,
         greatest(stored_rows.source_watermark, posted_sums.source_watermark) as source_watermark,
         observations.policy_observed_at
