@@ -3,12 +3,20 @@
         Private. What balance_invalidations recorded for build `build` (a dbt invocation id; none:
         the latest build that recorded a view version): {'invocation_id', 'view_version',
         'events_watermark', 'policy_observed_at' (a string, UTC, or none)}. Raises a compiler error
-        when the id is malformed or no such build published a version.
+        when the id is malformed or no such build published a version. Given such a dict (a build
+        its caller resolved), returns it as it is: the build is resolved once.
     -#}
     {#- ref before anything returns: dbt records the dependency while parsing (execute is false). -#}
     {%- set audit = ref('balance_invalidations') -%}
     {%- if not execute -%}
         {{ return({'invocation_id': build, 'view_version': 0, 'events_watermark': 0, 'policy_observed_at': none}) }}
+    {%- endif -%}
+    {#- A build the caller resolved already (payledger explain: history.PublishedBuild.jinja_literal). #}
+    {%- if build is mapping -%}
+        {%- if not (build.events_watermark is number and (build.policy_observed_at is none or build.policy_observed_at is string)) -%}
+            {{ exceptions.raise_compiler_error("a resolved build needs events_watermark (a number) and policy_observed_at, got " ~ build | tojson) }}
+        {%- endif -%}
+        {{ return(build) }}
     {%- endif -%}
     {%- if build is not none and not (build is string and modules.re.fullmatch('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', build)) -%}
         {{ exceptions.raise_compiler_error("build must be a dbt invocation id (a lowercase UUID), got " ~ (build | string | tojson)) }}

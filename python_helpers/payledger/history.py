@@ -54,6 +54,19 @@ class PublishedBuild:
     policy_observed_at: dt.datetime | None
     read_version: int | None
 
+    def jinja_literal(self) -> str:
+        """This build as the macros' ``build`` argument: a Jinja dict of what they read from the
+        audit for a build id (``_published_build``), so that they use this resolution instead of
+        resolving the build again."""
+        observed = None if self.policy_observed_at is None else self.policy_observed_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        values = {
+            "invocation_id": self.invocation_id,
+            "view_version": self.view_version,
+            "events_watermark": self.events_watermark,
+            "policy_observed_at": observed,
+        }
+        return "{" + ", ".join(f"{json.dumps(name)}: {_literal(value)}" for name, value in values.items()) + "}"
+
     @property
     def readable(self) -> bool:
         return self.read_version is not None
@@ -384,7 +397,7 @@ def explain(
     if build is not None:
         check_build_id(build)
     chosen = resolve_build(spark, as_of=as_of, build=build)
-    key, at = f"merchant_id={_literal(merchant_id)}", f"build={_literal(chosen.invocation_id)}"
+    key, at = f"merchant_id={_literal(merchant_id)}", f"build={chosen.jinja_literal()}"
     queries = compile_queries(
         {
             "view": f"balance_as_of({key}, version={chosen.read_version})",
