@@ -259,9 +259,9 @@ class TableFormat:
         """(data files, delete files) of the current version."""
         raise NotImplementedError
 
-    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+    def maintain(self, spark, table: str, retention_hours: float) -> None:
         """Compact files, rewrite the files that carry deletes and apply ``retention_hours`` of
-        history retention (``default_retention_hours``: what needs no override)."""
+        history retention."""
         raise NotImplementedError
 
     def source_position(self, location: str) -> int | None:
@@ -344,7 +344,7 @@ class DeltaFormat(TableFormat):
             return int(snapshot.numOfFiles()), 0  # no deletion vectors on this table
         raise RuntimeError(f"Delta computed no deletion-vector count for {table} version {snapshot.version()}")
 
-    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+    def maintain(self, spark, table: str, retention_hours: float) -> None:
         """``OPTIMIZE``, ``REORG TABLE ... APPLY (PURGE)`` when deletion vectors remain, ``VACUUM``."""
         from delta.tables import DeltaTable
 
@@ -353,7 +353,7 @@ class DeltaFormat(TableFormat):
         if self.file_counts(spark, table)[1]:
             # delta-spark has no Python call for REORG.
             spark.sql(f"reorg table {table} apply (purge)")
-        with _delta_retention_check(spark, retention_hours < default_retention_hours):
+        with _delta_retention_check(spark, retention_hours < DELTA_RETENTION_CHECK_HOURS):
             delta_table.vacuum(retention_hours)
 
     def source_position(self, location: str) -> int | None:
@@ -389,6 +389,11 @@ class DeltaFormat(TableFormat):
         # arro3 batches, read by pyarrow through the Arrow C interface.
         reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
         return pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader)
+
+
+#: Delta's own default retention (``delta.deletedFileRetentionDuration``, 7 days): VACUUM refuses
+#: less unless its check is off.
+DELTA_RETENTION_CHECK_HOURS = 168.0
 
 
 @contextmanager
@@ -449,7 +454,7 @@ class IcebergFormat(TableFormat):
         deletes = spark.sql(f"select count(*) as n from {table}.delete_files").first()["n"]
         return int(data), int(deletes)
 
-    def maintain(self, spark, table: str, retention_hours: float, default_retention_hours: float) -> None:
+    def maintain(self, spark, table: str, retention_hours: float) -> None:
         """``rewrite_data_files`` (with deletes), ``rewrite_position_delete_files``,
         ``rewrite_manifests``, ``expire_snapshots``."""
         cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=retention_hours)).strftime("%Y-%m-%d %H:%M:%S.%f")

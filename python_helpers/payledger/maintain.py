@@ -147,7 +147,7 @@ def maintain_tables(
             continue
         started = time.monotonic()
         before = file_counts(spark, table)
-        session_table_format(spark).maintain(spark, table, retention_hours, DEFAULT_RETENTION_HOURS)
+        session_table_format(spark).maintain(spark, table, retention_hours)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
         _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})
         if table == VIEW:
