@@ -1,0 +1,62 @@
+{% test valid_rows(model, unique=none, not_null=none, accepted_values=none) %}
+{#-
+    A model's row checks in one scan (one aggregate), instead of a scan per `unique`, `not_null`
+    and `accepted_values` test: returns one row per check that fails, with the number of rows that
+    fail it.
+    - `unique`: keys, each a column name, a list of columns, or `{columns: [...], where: <sql>}`
+      (the key of the rows the condition selects): no key value occurs twice, no key has a null part;
+    - `not_null`: columns that are never null;
+    - `accepted_values`: `{column: [values]}`; a null is not checked (as dbt's `accepted_values`).
+-#}
+{%- set checks = [] -%}
+{%- for key in unique or [] -%}
+    {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
+    {%- set where = spec.get('where') or 'true' -%}
+    {%- set all_present = '(' ~ where ~ ') and ' ~ spec['columns'] | join(' is not null and ') ~ ' is not null' -%}
+    {%- set key_label = spec['columns'] | join(', ') ~ (' where ' ~ spec['where'] if spec.get('where') else '') -%}
+    {%- do checks.append((
+        'duplicate key (' ~ key_label ~ ')',
+        'count(case when ' ~ all_present ~ ' then 1 end) - count(distinct case when '
+            ~ all_present ~ ' then struct(' ~ spec['columns'] | join(', ') ~ ') end)'
+    )) -%}
+    {%- do checks.append((
+        'null in key (' ~ key_label ~ ')',
+        'count(case when (' ~ where ~ ') and not (' ~ all_present ~ ') then 1 end)'
+    )) -%}
+{%- endfor -%}
+{%- for column in not_null or [] -%}
+    {%- do checks.append(('null ' ~ column, 'count(*) - count(' ~ column ~ ')')) -%}
+{%- endfor -%}
+{%- for column, values in (accepted_values or {}).items() -%}
+    {%- do checks.append((
+        'unaccepted value of ' ~ column,
+        'count(case when ' ~ column ~ " not in ('" ~ values | join("', '") ~ "') then 1 end)"
+    )) -%}
+{%- endfor -%}
+{%- if not checks -%}
+    {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': no check given (unique, not_null or accepted_values)') }}
+{%- endif %}
+with counted as (
+    select
+        {% for label, failing in checks -%}
+            {{ failing }} as check_{{ loop.index }}{{ ',' if not loop.last }}
+        {% endfor %}
+    from {{ model }}
+),
+
+checked as (
+    select stack(
+        {{ checks | length }},
+        {% for label, failing in checks -%}
+            '{{ label | replace("'", "\\'") }}', check_{{ loop.index }}{{ ',' if not loop.last }}
+        {% endfor %}
+    ) as (failed_check, failing_rows)
+    from counted
+)
+
+select
+    failed_check,
+    failing_rows
+from checked
+where failing_rows > 0
+{% endtest %}
