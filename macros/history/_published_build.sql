@@ -18,7 +18,7 @@
         {%- endif -%}
         {{ return(build) }}
     {%- endif -%}
-    {%- if build is not none and not (build is string and modules.re.fullmatch('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', build)) -%}
+    {%- if build is not none and not (build is string and modules.re.fullmatch(identifier_pattern('invocation_id'), build)) -%}
         {{ exceptions.raise_compiler_error("build must be a dbt invocation id (a lowercase UUID), got " ~ (build | string | tojson)) }}
     {%- endif -%}
     {%- if load_relation(audit) is none -%}

@@ -39,7 +39,7 @@ from payledger.dbt import DbtInvocation, run_dbt
 from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
-from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark
+from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, project_vars
 from payledger.sparkwork import WorkCounter, by_node
 from payledger.warehouse import LANDING_EVENTS, LANDING_MERCHANTS, LANDING_POLICIES, VIEW
 
@@ -189,7 +189,7 @@ with valid_copies as (
     where event_id is not null and trim(event_id) != ''
         and merchant_id is not null and trim(merchant_id) != ''
         and event_type in ({event_types})
-        and amount > 0 and currency rlike '^[A-Z]{3}$' and event_time is not null
+        and amount > 0 and currency rlike '^{currency_pattern}$' and event_time is not null
 ),
 accepted as (
     select first.*
@@ -221,6 +221,7 @@ select merchant_id, currency,
     max(event_time) as last_event_time
 from posted group by 1, 2
 """.replace("{event_types}", ", ".join(f"'{name}'" for name in EVENT_TYPES))
+    .replace("{currency_pattern}", project_vars()["identifier_patterns"]["currency"])
     .replace("{landing_events}", LANDING_EVENTS)
     .replace("{landing_merchants}", LANDING_MERCHANTS)
     .replace("{landing_policies}", LANDING_POLICIES)

@@ -36,12 +36,9 @@ def catalog_classes() -> dict[str, str]:
     """Each format the project writes -> the class of Spark's ``spark_catalog`` that holds its
     tables, from ``dbt_project.yml``'s var ``table_format_catalogs`` (the one list; the macros
     ``table_formats`` and ``validate_table_format`` read it too)."""
-    import yaml
+    from payledger.spark import project_vars
 
-    from payledger.spark import PROJECT_ROOT
-
-    project = yaml.safe_load((PROJECT_ROOT / "dbt_project.yml").read_text())
-    return dict(project["vars"]["table_format_catalogs"])
+    return dict(project_vars()["table_format_catalogs"])
 
 
 def _format_of_catalog(catalog: str) -> str | None:

@@ -23,11 +23,14 @@ from typing import Any
 
 from payledger.formats import Commit, readable_commits, table_commits, utc_from_micros
 from payledger.publish import VIEW_COLUMNS, Publication, PublicationError, read_document, read_published_view
+from payledger.spark import project_vars
 from payledger.warehouse import AUDIT, VIEW
 
-MERCHANT_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-CURRENCY_PATTERN = re.compile(r"[A-Z]{3}")
-BUILD_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The forms of a merchant id, a currency and a build (dbt invocation id): dbt_project.yml's var
+#: ``identifier_patterns``, which the macros read too (``identifier_pattern``).
+MERCHANT_PATTERN = re.compile(project_vars()["identifier_patterns"]["merchant_id"])
+CURRENCY_PATTERN = re.compile(project_vars()["identifier_patterns"]["currency"])
+BUILD_PATTERN = re.compile(project_vars()["identifier_patterns"]["invocation_id"])
 #: The balance columns an explanation's postings add up to.
 BALANCE_FIELDS = (("available_balance", "available_delta"), ("pending_balance", "pending_delta"), ("reserve_hold", "reserve_delta"))
 

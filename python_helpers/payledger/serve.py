@@ -128,7 +128,7 @@ def _encoded_entries(rows, publication: Publication):
     import pyarrow.compute as pc
 
     currency = rows.column("currency")
-    if currency.null_count or not pc.all(pc.match_substring_regex(currency, "^[A-Z]{3}$")).as_py():
+    if currency.null_count or not pc.all(pc.match_substring_regex(currency, f"^{CURRENCY_PATTERN.pattern}$")).as_py():
         return None
 
     def quoted(array):

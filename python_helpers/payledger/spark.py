@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ def default_warehouse() -> Path:
     project_environment()
     home = Path(os.environ["PAYLEDGER_HOME"])
     return Path(os.environ.get("PAYLEDGER_WAREHOUSE", home / "warehouse"))
+
+
+@functools.cache
+def project_vars() -> dict[str, Any]:
+    """The ``vars`` of ``dbt_project.yml`` as written there (YAML, not rendered): the facts the
+    macros and Python share, such as ``table_format_catalogs`` and ``identifier_patterns``."""
+    return yaml.safe_load((PROJECT_ROOT / "dbt_project.yml").read_text())["vars"]
 
 
 def _profile() -> dict[str, Any]:

@@ -40,7 +40,8 @@ validated as (
             when events.merchant_id is null or trim(events.merchant_id) = '' then 'missing_merchant_id'
             when event_types.event_type is null then 'unknown_event_type'
             when events.amount is null or events.amount <= 0 then 'invalid_amount'
-            when events.currency is null or not events.currency rlike '^[A-Z]{3}$' then 'invalid_currency'
+            when events.currency is null
+                or not events.currency rlike '^{{ identifier_pattern("currency") }}$' then 'invalid_currency'
             when events.event_time is null then 'missing_event_time'
         end as validation_reason
     from events
