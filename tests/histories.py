@@ -66,6 +66,7 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
     day = st.integers(0, DAYS - 1)
     amount = st.one_of(
         st.decimals(min_value=Decimal("0.01"), max_value=Decimal("500.00"), places=2),
+        st.integers(1, 500).map(Decimal),  # whole amounts: valid in JPY too (no minor unit)
         st.sampled_from([None, Decimal("0.00"), Decimal("-1.00")]),
     )
     event_time = st.one_of(
@@ -80,7 +81,8 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
         {
             "event_id": st.one_of(st.integers(0, 7).map(lambda k: f"{name}e{k}"), st.sampled_from([None, " "])),
             "merchant_id": st.one_of(st.sampled_from(merchants), st.sampled_from([None, ""])),
-            "currency": st.sampled_from(["USD", "USD", "EUR", "usd", None]),
+            # JPY has no minor unit (cents are amount_precision), KWD three; XYZ is not ISO 4217.
+            "currency": st.sampled_from(["USD", "USD", "EUR", "JPY", "KWD", "XYZ", "usd", None]),
             # Captures and releases weighted up, so that holds are common; capture_pending is unknown.
             "event_type": st.sampled_from(sorted(EVENT_TYPES) + ["capture_settled", "funds_released"] * 2 + ["capture_pending"]),
             "amount": amount,

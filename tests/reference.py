@@ -1,7 +1,8 @@
 """An independent reference of the balance fold, for tests only.
 
 Plain Python with ``decimal.Decimal``; it imports nothing from the dbt project or from ``payledger``.
-It follows the written rules of the README ("The fold"), not the SQL.
+It follows the written rules of the README ("The fold"), not the SQL. Minor units come straight
+from the ``iso4217`` package (the models read a macro generated from it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-CENT = Decimal("0.01")
+import iso4217
+
+#: ISO 4217 code -> minor unit, for the codes whose minor unit is a number (not "N.A.").
+MINOR_UNITS = {code: int(entry["CcyMnrUnts"]) for code, entry in iso4217.raw_table.items() if code and str(entry["CcyMnrUnts"]).isdigit()}
 EVENT_TYPES = {
     "capture_settled",
     "funds_released",
@@ -54,6 +58,11 @@ class Balance:
     source_watermark: int = 0
 
 
+def _minor(currency: str) -> Decimal:
+    """One minor unit of ``currency`` in major units: JPY 1, USD 0.01, KWD 0.001."""
+    return Decimal(1).scaleb(-MINOR_UNITS[currency])
+
+
 def _blank(value: str | None) -> bool:
     return value is None or value.strip() == ""
 
@@ -70,6 +79,10 @@ def validation_reason(event: dict) -> str | None:
         return "invalid_amount"
     if event["currency"] is None or not CURRENCY.fullmatch(event["currency"]):
         return "invalid_currency"
+    if event["currency"] not in MINOR_UNITS:
+        return "unknown_currency"
+    if event["amount"] != event["amount"].quantize(_minor(event["currency"])):
+        return "amount_precision"
     if event["event_time"] is None:
         return "missing_event_time"
     return None
@@ -119,7 +132,8 @@ def fold(events: list[dict], segments: list[SegmentVersion], policies: list[Poli
             b.pending += a
         elif kind == "funds_released":
             r = reserve_pct(event["merchant_id"], event["event_time"].date(), segments, policies)
-            h = (a * r).quantize(CENT, rounding=ROUND_HALF_UP)
+            # Half up to the minor unit, at most the two decimals amounts are stored with.
+            h = (a * r).quantize(max(_minor(event["currency"]), Decimal("0.01")), rounding=ROUND_HALF_UP)
             b.available += a - h
             b.pending -= a
             b.reserve += h

@@ -7,7 +7,11 @@
         The as-of rate (reserve_rates_as_of) is resolved for funds_released events only, with the
         segment and policy versions it came from; `observed_until` (a SQL timestamp expression)
         limits them to the versions observed by then (see reserve_rates_as_of).
+        The reserve hold is amount x reserve_pct rounded half up to the currency's minor unit
+        (round_to_minor_unit; JPY 0 decimals, USD 2), at most the 2 decimals amounts are stored with
+        (decimal(18, 2)): a KWD or BHD hold (3) is rounded to 2 until amounts are stored at scale 4.
     -#}
+    {%- set hold = round_to_minor_unit('events.amount * events.reserve_pct', 'least(coalesce(currencies.minor_unit, 2), 2)') -%}
     select
         events.merchant_id,
         events.currency,
@@ -17,18 +21,10 @@
         events.amount,
         events.as_of_segment,
         events.reserve_pct,
-        cast(round(events.amount * events.reserve_pct, 2) as decimal(18, 2)) as hold_amount,
-        cast(
-            rules.available_per_amount * events.amount
-            + rules.available_per_hold * round(events.amount * events.reserve_pct, 2)
-            as decimal(18, 2)
-        ) as available_delta,
+        cast({{ hold }} as decimal(18, 2)) as hold_amount,
+        cast(rules.available_per_amount * events.amount + rules.available_per_hold * {{ hold }} as decimal(18, 2)) as available_delta,
         cast(rules.pending_per_amount * events.amount as decimal(18, 2)) as pending_delta,
-        cast(
-            rules.reserve_per_amount * events.amount
-            + rules.reserve_per_hold * round(events.amount * events.reserve_pct, 2)
-            as decimal(18, 2)
-        ) as reserve_delta,
+        cast(rules.reserve_per_amount * events.amount + rules.reserve_per_hold * {{ hold }} as decimal(18, 2)) as reserve_delta,
         events.event_date,
         events.event_time,
         events.as_of_segment_observed_at,
@@ -37,4 +33,8 @@
     from ({{ reserve_rates_as_of(accepted_events, observed_until) }}) as events
     inner join {{ ref('payment_event_types') }} as rules
         on events.event_type = rules.event_type
+    {#- Events are accepted in ISO 4217 currencies only (int_payment_events_classified); one
+        accepted before that check, in another code, keeps two decimals, never dropped. #}
+    left join ({{ currency_minor_units() }}) as currencies
+        on events.currency = currencies.currency
 {%- endmacro %}

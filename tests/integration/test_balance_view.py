@@ -181,6 +181,12 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
             event("e5", "m3", "capture_settled", "33.33", "2026-03-05 09:00:00"),
             event("e6", "m3", "funds_released", "33.33", "2026-04-05 09:00:00"),
             event("e7", "m1", "payout_paid", "100.00", "2026-03-10 00:00:00"),
+            # JPY has no minor unit: m3's 10% hold on 105 is 10.5, rounded half up to 11 (half
+            # even would give 10). KWD has three; its amounts land with two decimals.
+            event("j1", "m3", "capture_settled", "105", "2026-03-05 09:00:00", currency="JPY"),
+            event("j2", "m3", "funds_released", "105", "2026-04-05 09:00:00", currency="JPY"),
+            event("k1", "m2", "capture_settled", "12.30", "2026-03-02 09:00:00", currency="KWD"),
+            event("k2", "m2", "funds_released", "12.30", "2026-03-04 09:00:00", currency="KWD"),
         ],
     )
     dbt("build")
@@ -203,6 +209,8 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
             event("b5", "m1", "capture_settled", None, "2026-04-01 00:00:00"),
             event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="usd"),
             event("b7", "m1", "capture_settled", "1.00", None),
+            event("b8", "m3", "capture_settled", "100.50", "2026-04-01 00:00:00", currency="JPY"),
+            event("b9", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="XYZ"),
             event("e11", "m3", "reserve_released", "1.00", "2026-04-10 00:00:00"),
             event("e12", "m3", "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
             event("e13", "m3", "chargeback_won", "2.00", "2026-04-12 00:00:00"),
@@ -218,19 +226,21 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
         "unknown_event_type",
         "invalid_amount",
         "invalid_currency",
+        "unknown_currency",
+        "amount_precision",
         "missing_event_time",
         "exact_duplicate",
         "conflicting_duplicate",
     }
 
-    # Retroactive policy change for retail from 2026-03-15: only m3's April release changes.
+    # Retroactive policy change for retail from 2026-03-15: only m3's April releases change (USD, JPY).
     untouched = view_rows(warehouse)
     history.land_policies(warehouse, [policy("retail", "0.2500", "2026-03-15")])
     dbt("build")
     history.assert_view_matches(warehouse)
     after = view_rows(warehouse)
     changed = {key for key in after if after[key] != untouched[key]}
-    assert changed == {("m3", "USD")}, changed
+    assert changed == {("m3", "USD"), ("m3", "JPY")}, changed
 
     # Segment move: m1 joins travel from 2026-03-02 (before its release on 03-03).
     history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])

@@ -32,6 +32,10 @@ event_types as (
     select event_type from {{ ref('payment_event_types') }}
 ),
 
+currencies as (
+    {{ currency_minor_units() }}
+),
+
 validated as (
     select
         events.*,
@@ -42,11 +46,16 @@ validated as (
             when events.amount is null or events.amount <= 0 then 'invalid_amount'
             when events.currency is null
                 or not events.currency rlike '^{{ identifier_pattern("currency") }}$' then 'invalid_currency'
+            when currencies.currency is null then 'unknown_currency'
+            when events.amount != {{ round_to_minor_unit('events.amount', 'currencies.minor_unit') }}
+                then 'amount_precision'
             when events.event_time is null then 'missing_event_time'
         end as validation_reason
     from events
     left join event_types
         on events.event_type = event_types.event_type
+    left join currencies
+        on events.currency = currencies.currency
 ),
 
 valid_copies as (
