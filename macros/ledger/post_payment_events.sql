@@ -11,7 +11,7 @@
         (round_to_minor_unit; JPY 0 decimals, USD 2), at most the 2 decimals amounts are stored with
         (decimal(18, 2)): a KWD or BHD hold (3) is rounded to 2 until amounts are stored at scale 4.
     -#}
-    {%- set hold = round_to_minor_unit('events.amount * events.reserve_pct', 'least(coalesce(currencies.minor_unit, 2), 2)') -%}
+    {%- set hold = round_to_minor_unit('events.amount * events.reserve_pct', 'events.hold_minor_unit') -%}
     select
         events.merchant_id,
         events.currency,
@@ -30,11 +30,14 @@
         events.as_of_segment_observed_at,
         events.as_of_policy_effective_from_date,
         events.as_of_policy_observed_at
-    from ({{ reserve_rates_as_of(accepted_events, observed_until) }}) as events
+    from (
+        {#- Events are accepted in ISO 4217 currencies only (int_payment_events_classified); one
+            accepted before that check, in another code, keeps two decimals, never dropped. #}
+        select
+            *,
+            {{ currency_minor_unit('currency', at_most=2) | indent(12) }} as hold_minor_unit
+        from ({{ reserve_rates_as_of(accepted_events, observed_until) }})
+    ) as events
     inner join {{ ref('payment_event_types') }} as rules
         on events.event_type = rules.event_type
-    {#- Events are accepted in ISO 4217 currencies only (int_payment_events_classified); one
-        accepted before that check, in another code, keeps two decimals, never dropped. #}
-    left join ({{ currency_minor_units() }}) as currencies
-        on events.currency = currencies.currency
 {%- endmacro %}

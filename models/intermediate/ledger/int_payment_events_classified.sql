@@ -32,8 +32,12 @@ event_types as (
     select event_type from {{ ref('payment_event_types') }}
 ),
 
-currencies as (
-    {{ currency_minor_units() }}
+{# Each event's ISO 4217 minor unit (null for a code that is not a payment currency). #}
+events_with_minor_unit as (
+    select
+        *,
+        {{ currency_minor_unit('currency') | indent(8) }} as minor_unit
+    from events
 ),
 
 validated as (
@@ -46,16 +50,14 @@ validated as (
             when events.amount is null or events.amount <= 0 then 'invalid_amount'
             when events.currency is null
                 or not events.currency rlike '^{{ identifier_pattern("currency") }}$' then 'invalid_currency'
-            when currencies.currency is null then 'unknown_currency'
-            when events.amount != {{ round_to_minor_unit('events.amount', 'currencies.minor_unit') }}
+            when events.minor_unit is null then 'unknown_currency'
+            when events.amount != {{ round_to_minor_unit('events.amount', 'events.minor_unit') }}
                 then 'amount_precision'
             when events.event_time is null then 'missing_event_time'
         end as validation_reason
-    from events
+    from events_with_minor_unit as events
     left join event_types
         on events.event_type = event_types.event_type
-    left join currencies
-        on events.currency = currencies.currency
 ),
 
 valid_copies as (
