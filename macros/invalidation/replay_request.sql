@@ -17,8 +17,8 @@
     {%- if (segment is none) == (merchant is none) -%}
         {{ exceptions.raise_compiler_error("Manual replay needs exactly one of replay_segment and replay_merchant; " ~ usage) }}
     {%- endif -%}
-    {%- set name, value = ('replay_segment', segment) if segment is not none else ('replay_merchant', merchant) -%}
-    {%- if value is not string or not modules.re.fullmatch(identifier_pattern('segment' if segment is not none else 'merchant_id'), value) -%}
+    {%- set name, kind, value = ('replay_segment', 'segment', segment) if segment is not none else ('replay_merchant', 'merchant_id', merchant) -%}
+    {%- if value is not string or not modules.re.fullmatch(identifier_pattern(kind), value) -%}
         {{ exceptions.raise_compiler_error(
             name ~ " must be a string of letters, digits and _ . : - (at most 64), got " ~ (value | string | tojson) ~ "; " ~ usage
         ) }}

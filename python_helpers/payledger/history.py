@@ -28,9 +28,10 @@ from payledger.warehouse import AUDIT, VIEW
 
 #: The forms of a merchant id, a currency and a build (dbt invocation id): dbt_project.yml's var
 #: ``identifier_patterns``, which the macros read too (``identifier_pattern``).
-MERCHANT_PATTERN = re.compile(project_vars()["identifier_patterns"]["merchant_id"])
-CURRENCY_PATTERN = re.compile(project_vars()["identifier_patterns"]["currency"])
-BUILD_PATTERN = re.compile(project_vars()["identifier_patterns"]["invocation_id"])
+_PATTERNS = project_vars()["identifier_patterns"]
+MERCHANT_PATTERN = re.compile(_PATTERNS["merchant_id"])
+CURRENCY_PATTERN = re.compile(_PATTERNS["currency"])
+BUILD_PATTERN = re.compile(_PATTERNS["invocation_id"])
 #: The balance columns an explanation's postings add up to.
 BALANCE_FIELDS = (("available_balance", "available_delta"), ("pending_balance", "pending_delta"), ("reserve_hold", "reserve_delta"))
 
