@@ -28,6 +28,9 @@ from tests import reference
 
 #: dbt selection arguments that leave out the generic data tests and the unit tests (see ``scenario_build``).
 SCENARIO_SELECTION = ("--exclude", "test_type:generic", "test_type:unit")
+#: dbt selection arguments that leave out the unit tests only. They read their given rows, not the
+#: warehouse: a test that runs ``dbt build`` after each batch runs them in its first build only.
+DATA_TESTS_SELECTION = ("--exclude", "test_type:unit")
 
 
 class DbtProject:
@@ -49,8 +52,9 @@ class DbtProject:
         and the unit tests (their input does not depend on the scenario). Seeds, snapshots and
         models build as in ``dbt build``; the singular tests (reconciliation, conservation, every
         event accepted or rejected) still run. Scenario tests use it; the differential and fold
-        tests run the whole ``dbt build``, so every generic and unit test runs on every history they
-        draw. ``view_rows`` checks the view's key is unique."""
+        tests run the whole ``dbt build`` (after their first build without the unit tests,
+        ``DATA_TESTS_SELECTION``), so every generic test runs on every history they draw.
+        ``view_rows`` checks the view's key is unique."""
         return self("build", *SCENARIO_SELECTION, *args, check=check)
 
 

@@ -15,7 +15,7 @@ import pytest
 from payledger.formats import Commit, session_format, table_commits
 from payledger.publish import read_document, read_published_view
 from payledger.warehouse import VIEW
-from tests.support import BuiltState, History, Landing, event, merchant, policy, view_rows
+from tests.support import DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
 
@@ -192,6 +192,7 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     dbt("build")
     history.assert_view_matches(warehouse)
 
+    # The later builds run every data test, without the unit tests the first build ran.
     # A new batch: new events, a late event, exact and conflicting duplicates, every kind of bad row.
     history.land_events(
         warehouse,
@@ -217,7 +218,7 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
             event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00"),  # valid copy after an invalid one
         ],
     )
-    dbt("build")
+    dbt("build", *DATA_TESTS_SELECTION)
     history.assert_view_matches(warehouse)
     reasons = {r["rejection_reason"] for r in warehouse.rows("select rejection_reason from payledger.payment_event_rejects")}
     assert reasons == {
@@ -236,7 +237,7 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     # Retroactive policy change for retail from 2026-03-15: only m3's April releases change (USD, JPY).
     untouched = view_rows(warehouse)
     history.land_policies(warehouse, [policy("retail", "0.2500", "2026-03-15")])
-    dbt("build")
+    dbt("build", *DATA_TESTS_SELECTION)
     history.assert_view_matches(warehouse)
     after = view_rows(warehouse)
     changed = {key for key in after if after[key] != untouched[key]}
@@ -244,7 +245,7 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
 
     # Segment move: m1 joins travel from 2026-03-02 (before its release on 03-03).
     history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])
-    dbt("build")
+    dbt("build", *DATA_TESTS_SELECTION)
     history.assert_view_matches(warehouse)
 
     # The example queries in the marts' descriptions (what dbt docs and dbt-score show) run as written.

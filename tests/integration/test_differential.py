@@ -2,8 +2,9 @@
 
 Hypothesis draws random histories (`tests/histories.py`): lanes of events with duplicates, late and
 bad rows, policy changes with past effective dates and segment moves, landed in batches through the
-real loader, with a `dbt build` after each batch and a `--full-refresh` of one incremental model
-before every build after the first (taking the models in turn, so that two examples refresh each).
+real loader, with a `dbt build` after each batch (its unit tests in the first only) and a
+`--full-refresh` of one incremental model before every build after the first (taking the models in
+turn, so that two examples refresh each).
 After every build the view equals `tests/reference.py` key by key, the rejects equal the
 reference's rejects, dbt's own reconciliation tests pass (they run in the build), and no snapshot
 version was lost or rewritten. Fixed seed; `make soak` runs the larger profile.
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from payledger.warehouse import drop_project_schemas
 from tests import histories
-from tests.support import History, Landing, assert_history_kept, snapshot_history
+from tests.support import DATA_TESTS_SELECTION, History, Landing, assert_history_kept, snapshot_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
 
@@ -69,7 +70,7 @@ def test_view_equals_the_reference_after_every_build(dbt, landing, example):
             history.land_events(landing, batch.events)
             if refreshes[index]:
                 dbt("run", "--select", refreshes[index], "--full-refresh", "--vars", '{"allow_full_refresh": true}')
-            dbt("build")
+            dbt("build", *(DATA_TESTS_SELECTION if index else ()))  # unit tests: in the first build
             builds += 1
             history.assert_view_matches(landing)
             now = snapshot_history(landing)
