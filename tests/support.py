@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from payledger.contract import LANDING_TABLES
 from payledger.dbt import DbtInvocation, run_dbt
-from payledger.formats import DELTA, session_format
+from payledger.formats import DELTA, IcebergFormat, format_named, session_format
 from payledger.load import load_file
 from payledger.maintain import project_tables
 from payledger.publish import publication_path
@@ -248,19 +247,6 @@ class SavedWarehouse:
         return set(self.copies) | set(self.heads)
 
 
-def _table_folder(spark, table: str) -> Path:
-    location = spark.sql(f"describe detail {table}").first()["location"]
-    return Path(urlparse(location).path)
-
-
-def _iceberg_table(spark, table: str):
-    """The Iceberg ``Table`` (Java API) of ``table``, refreshed from the catalog: reading its snapshots
-    this way runs no Spark job (the ``snapshots`` metadata table is a query per table)."""
-    loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
-    loaded.refresh()
-    return loaded
-
-
 def save_warehouse(spark, folder: Path) -> SavedWarehouse:
     """The warehouse's tables as they are now (``SavedWarehouse``); Delta's copies go to ``folder``."""
     tables = project_tables(spark)
@@ -269,14 +255,14 @@ def save_warehouse(spark, folder: Path) -> SavedWarehouse:
     if session_format(spark) == DELTA:
         copies = {}
         for table in tables:
-            location, copy = _table_folder(spark, table), folder / table
+            location, copy = Path(format_named(DELTA).location(spark, table)), folder / table
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(location, copy)
             copies[table] = (location, copy)
         return SavedWarehouse(copies, {}, publication)
     heads = {}
     for table in tables:
-        loaded = _iceberg_table(spark, table)
+        loaded = IcebergFormat.table(spark, table)
         heads[table] = (loaded.uuid().toString(), loaded.currentSnapshot().snapshotId())
     return SavedWarehouse({}, heads, publication)
 
@@ -301,7 +287,7 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
     if not saved.tables <= tables:
         return False
     delta = session_format(spark) == DELTA
-    loaded = {} if delta else {table: _iceberg_table(spark, table) for table in saved.heads}
+    loaded = {} if delta else {table: IcebergFormat.table(spark, table) for table in saved.heads}
     copies_intact = all((location / "_delta_log").is_dir() for location, _ in saved.copies.values())
     heads_intact = all(
         loaded[table].uuid().toString() == uuid and loaded[table].snapshot(snapshot_id) is not None for table, (uuid, snapshot_id) in saved.heads.items()

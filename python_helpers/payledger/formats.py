@@ -427,11 +427,17 @@ class IcebergFormat(TableFormat):
         return int(spark.sql(f"select coalesce(sum(file_size_in_bytes), 0) as n from {table}.data_files").first()["n"])
 
     @staticmethod
-    def _table(spark, table: str):
-        return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    def table(spark, table: str):
+        """The Iceberg ``Table`` (Java API) of ``table`` (``schema.name``), refreshed from its
+        metadata file (Spark's catalog caches loaded tables): reading its location, snapshots or
+        metadata this way runs no Spark job. Raises Spark's ``NoSuchTableException`` (through
+        py4j) when the catalog has no such table."""
+        loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+        loaded.refresh()
+        return loaded
 
     def location(self, spark, table: str) -> str:
-        return urlparse(self._table(spark, table).location()).path
+        return urlparse(self.table(spark, table).location()).path
 
     @staticmethod
     def _snapshot_ids(spark, table: str) -> list[int]:
@@ -486,8 +492,7 @@ class IcebergFormat(TableFormat):
 
     def committed_version(self, spark, table: str) -> TableVersion:
         """The table as its catalog loads it now (``currentSnapshot``, ``operations().current()``)."""
-        loaded = self._table(spark, table)
-        loaded.refresh()
+        loaded = self.table(spark, table)
         metadata, snapshot = loaded.operations().current(), loaded.currentSnapshot()
         return TableVersion(
             urlparse(loaded.location()).path,
