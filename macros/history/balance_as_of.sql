@@ -24,6 +24,8 @@
         else 'timestamp as of ' ~ quoted_literal(as_of | replace('T', ' ')) if as_of is not none
         else ''
     ) -%}
+    {#- The view's columns, listed: an older version read by time travel then answers with the
+        columns callers read (Python's history readers), or fails naming the missing one. -#}
     select
         merchant_id,
         currency,

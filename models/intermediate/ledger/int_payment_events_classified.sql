@@ -148,6 +148,8 @@ classified as (
         and validated.validation_reason is null
 ),
 
+{# The staging columns plus the classification, listed as every final CTE lists its columns
+    (payment_event_rejects lists the same ones again, as its own contract). #}
 final as (
     select
         ingest_seq,

@@ -104,6 +104,8 @@ advanced as (
     select
         posted_sums.merchant_id,
         posted_sums.currency,
+        {#- The same shape as int_merchant_daily_balances' added_days: stored row plus new
+            postings, per key here and per day there; the sums are stored_plus_posted's. -#}
         {{ stored_plus_posted('stored_rows', 'balance', 'posted_sums', 'delta') }},
         greatest(stored_rows.last_event_time, posted_sums.last_event_time) as last_event_time,
         greatest(stored_rows.source_watermark, posted_sums.source_watermark) as source_watermark,

@@ -19,6 +19,9 @@ with classified as (
         {% endif %}
 ),
 
+{# The columns of int_payment_events_classified but is_accepted, listed rather than `select *`:
+    the list is this append-only table's contract (on_schema_change='fail'), so a column added
+    upstream fails the build here instead of widening the quarantine unnoticed. #}
 final as (
     select
         ingest_seq,

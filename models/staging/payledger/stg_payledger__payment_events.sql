@@ -2,6 +2,7 @@ with source as (
     select * from {{ source('payledger', 'payment_events') }}
 ),
 
+{# The staging pattern (source, renamed) of every staging model; each lists its own columns. #}
 renamed as (
     select
         ingest_seq,
