@@ -37,12 +37,18 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # reader) live for one to three builds: their JVMs run the JIT's C1 compiler only, with a code cache
 # large enough that its code is not flushed and compiled again. The overlap test alone on the idle
 # machine: 331 s against 327 s, and 415 machine CPU-seconds against 578, left to the other worker.
-# The workers' own JVMs live for the whole run and keep C2 (the ``spark`` fixture starts them
-# without these options): two C1-only workers had finished 11 of 19 tests when two default ones had
-# finished all 19. Any other PAYLEDGER_JAVA_OPTIONS, set by hand, applies to workers and processes
-# alike. (xdist's workers inherit the controller's environment, where this line has already run:
-# hence the comparison with the value, not a test of whether the variable is set.)
-CHILD_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
+# The workers' own JVMs live for the whole run and keep C2 (the ``spark`` fixture starts them with
+# TEST_JAVA_OPTIONS only): two C1-only workers had finished 11 of 19 tests when two default ones had
+# finished all 19. Every JVM of the tests, workers' and processes' alike, runs the parallel
+# collector instead of G1 (Java 17's default here): a test's builds are a batch job, and G1's
+# concurrent work and write barriers are CPU that the other worker needs. The Delta maintenance test
+# alone on the idle machine used 236-258 machine CPU-seconds (143-153 s) in two runs with it,
+# 265-299 (156-176 s) in four with G1. Any other PAYLEDGER_JAVA_OPTIONS, set by hand, applies to
+# workers and processes alike. (xdist's workers inherit the controller's environment, where this
+# line has already run: hence the comparison with the value, not a test of whether the variable is
+# set.)
+TEST_JAVA_OPTIONS = "-XX:+UseParallelGC"
+CHILD_JAVA_OPTIONS = f"{TEST_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS) == CHILD_JAVA_OPTIONS
 # The one switch between the table formats: PAYLEDGER_FORMAT=delta or iceberg picks the default dbt
 # target (profiles.yml), the CLI's Spark session and the Thrift Server's format. Set when pytest
@@ -145,16 +151,16 @@ def _each_test_has_a_format(table_format) -> None:
 
 @pytest.fixture(scope="session")
 def spark(table_format):
-    """This worker's Spark session in ``table_format``, its JVM started without
-    ``CHILD_JAVA_OPTIONS``. When a test of the other format needs Spark, pytest ends this fixture:
-    the session stops (and Delta's cached table states are dropped), the JVM stays, and the next
-    session starts in it."""
+    """This worker's Spark session in ``table_format``, its JVM started with ``TEST_JAVA_OPTIONS``
+    instead of ``CHILD_JAVA_OPTIONS``. When a test of the other format needs Spark, pytest ends
+    this fixture: the session stops (and Delta's cached table states are dropped), the JVM stays,
+    and the next session starts in it."""
     from payledger.spark import get_spark, spark_conf
 
     if not CHILD_OPTIONS_ONLY:
         session = get_spark()
     else:
-        del os.environ["PAYLEDGER_JAVA_OPTIONS"]
+        os.environ["PAYLEDGER_JAVA_OPTIONS"] = TEST_JAVA_OPTIONS
         try:
             session = get_spark()
         finally:
