@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from payledger.cli import main
 from payledger.formats import table_commits
 from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock
-from payledger.maintain import file_counts, maintain, maintain_tables, project_tables
+from payledger.maintain import FileCounts, file_counts, maintain, maintain_tables, project_tables
 from payledger.schedule import scheduled_build
 from payledger.warehouse import VIEW
 from tests.support import SCENARIO_SELECTION, History, event, merchant, policy
@@ -27,60 +27,53 @@ def contents(spark, table: str, version: object | None = None) -> collections.Co
     return collections.Counter(tuple(row) for row in spark.sql(f"select * from {table}{suffix}").collect())
 
 
-def land_in_batches(dbt, warehouse, history: History, batches: int) -> None:
-    """A few merchants in two segments and ``batches`` builds of new events: the first build writes
-    the view and the checkpoint, each later one merges into them (more files, deletes kept beside
-    them)."""
+def last_version_before_maintenance(spark, table: str) -> object:
+    """The version of ``table``'s last commit that was not maintenance (rows as the build left them)."""
+    return [commit for commit in table_commits(spark, table) if commit.kind != "maintenance"][-1].version
+
+
+def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the_retained_history(dbt, warehouse):
+    history = History()
+    spark = warehouse.spark
     history.land_merchants(warehouse, [merchant(f"m{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(12)])
     history.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-    for batch in range(batches):
-        # The first batch touches every merchant, later ones a few: a MERGE that changes some rows
-        # of a file keeps the file and deletes those rows beside it.
-        touched = range(12) if batch == 0 else range(batch, 12, 5)
-        history.land_events(
-            warehouse,
-            [event(f"b{batch}e{i}", f"m{i}", "capture_settled", "10.00", f"2026-03-0{1 + batch} 10:00:00") for i in touched]
-            + [event(f"b{batch}r{i}", f"m{i}", "funds_released", "4.00", f"2026-03-0{1 + batch} 12:00:00") for i in touched if i % 3 == 0],
-        )
-        dbt.scenario_build()
-
-
-def test_maintenance_keeps_every_row_and_the_retained_history_and_compacts_files_and_deletes(dbt, warehouse):
-    history = History()
-    land_in_batches(dbt, warehouse, history, batches=2)
-    spark = warehouse.spark
-    tables = project_tables(spark)
-    assert VIEW in tables and "payledger_raw.payment_events" in tables
-    before = {table: contents(spark, table) for table in tables}
-    last_versions = {table: table_commits(spark, table)[-1].version for table in tables}
-    view_before = file_counts(spark, VIEW)
-    assert view_before.delete_files > 0 and view_before.data_files > 1, view_before
-
-    done = {m.table: m for m in maintain_tables(spark, warehouse.warehouse, every_commits=1)}
-
-    assert VIEW in done and done[VIEW].before == view_before
-    view_after = file_counts(spark, VIEW)
-    assert view_after.delete_files == 0, view_after
-    assert view_after.data_files < view_before.data_files, (view_before, view_after)
-    for table in tables:
-        assert contents(spark, table) == before[table], f"maintenance changed the rows of {table}"
-        # Within the retention period, the version before maintenance stays readable as it was.
-        assert contents(spark, table, last_versions[table]) == before[table], table
-    history.assert_view_matches(warehouse)
-
-    # Not due again until a table gets new commits; the next build still maintains the view
-    # incrementally, and the cron path runs maintenance when a table is due.
-    assert maintain_tables(spark, warehouse.warehouse, every_commits=2) == []
-    history.land_events(warehouse, [event("late1", "m1", "funds_released", "2.00", "2026-03-01 18:00:00")])
+    # The first build writes the view and the checkpoint; the second (the cron path) merges a few
+    # merchants' new events and a policy change into them: a MERGE that changes some rows of a file
+    # keeps the file and deletes those rows beside it. Then it maintains every table with a commit
+    # since its last maintenance: all of them, never maintained.
+    history.land_events(
+        warehouse,
+        [event(f"a{i}", f"m{i}", "capture_settled", "10.00", "2026-03-01 10:00:00") for i in range(12)]
+        + [event(f"r{i}", f"m{i}", "funds_released", "4.00", "2026-03-01 12:00:00") for i in range(0, 12, 3)],
+    )
+    dbt.scenario_build()
+    history.land_events(
+        warehouse,
+        [event(f"b{i}", f"m{i}", "capture_settled", "10.00", "2026-03-02 10:00:00") for i in range(1, 12, 5)]
+        + [event("late1", "m1", "funds_released", "2.00", "2026-03-01 18:00:00")],
+    )
     history.land_policies(warehouse, [policy("retail", "0.2000", "2026-03-02")])
     records: list[dict] = []
     code = scheduled_build(build_args=SCENARIO_SELECTION, emit=records.append, maintain_every=1)
+
     assert code == 0, records
-    maintained = [r for r in records if r["event"] == "maintenance"]
-    assert maintained and VIEW in [t["table"] for t in maintained[0]["tables"]], records
     assert [r["event"] for r in records] == ["lock_acquired", "freshness", "build", "maintenance", "done"]
-    assert file_counts(spark, VIEW).delete_files == 0
+    tables = project_tables(spark)
+    assert VIEW in tables and "payledger_raw.payment_events" in tables
+    done = {t["table"]: t for t in records[3]["tables"]}
+    # Every table with a commit was due (never maintained), the view and the landing tables too.
+    assert sorted(done) == [table for table in tables if table_commits(spark, table)], records[3]
+    view = done[VIEW]
+    assert view["before"]["delete_files"] > 0 and view["before"]["data_files"] > 1, view
+    assert view["after"]["delete_files"] == 0 and view["after"]["data_files"] < view["before"]["data_files"], view
+    assert file_counts(spark, VIEW) == FileCounts(**view["after"])
+    for table in done:
+        # Within the retention period, the version the build left stays readable as it was, and
+        # maintenance changed no row.
+        assert contents(spark, table) == contents(spark, table, last_version_before_maintenance(spark, table)), table
     history.assert_view_matches(warehouse)
+    # Not due again until a table gets new commits.
+    assert maintain_tables(spark, warehouse.warehouse, every_commits=2) == []
 
     # Retention decides how far back time travel reaches: 168 h kept the versions of today's
     # builds; with 0 h only the current version stays readable, and it is unchanged.
