@@ -86,6 +86,11 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
         contents(spark, VIEW, first_version)
     history.assert_view_matches(warehouse)
 
+    # The next build folds new events into the maintained tables as into any others.
+    history.land_events(warehouse, [event("late2", "m6", "funds_released", "1.00", "2026-03-02 18:00:00")])
+    dbt.scenario_build()
+    history.assert_view_matches(warehouse)
+
 
 def test_maintenance_never_runs_while_a_build_holds_the_lock_and_exits_75(warehouse):
     with build_lock(warehouse.warehouse):
