@@ -27,9 +27,10 @@ def contents(spark, table: str, version: object | None = None) -> collections.Co
     return collections.Counter(tuple(row) for row in spark.sql(f"select * from {table}{suffix}").collect())
 
 
-def last_version_before_maintenance(spark, table: str) -> object:
-    """The version of ``table``'s last commit that was not maintenance (rows as the build left them)."""
-    return [commit for commit in table_commits(spark, table) if commit.kind != "maintenance"][-1].version
+def last_version_before_maintenance(commits: list) -> object:
+    """The version of the last of a table's ``commits`` that was not maintenance (rows as the build
+    left them)."""
+    return [commit for commit in commits if commit.kind != "maintenance"][-1].version
 
 
 def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the_retained_history(dbt, warehouse):
@@ -61,8 +62,9 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     tables = project_tables(spark)
     assert VIEW in tables and "payledger_raw.payment_events" in tables
     done = {t["table"]: t for t in records[3]["tables"]}
+    commits = {table: table_commits(spark, table) for table in tables}
     # Every table with a commit was due (never maintained), the view and the landing tables too.
-    assert sorted(done) == [table for table in tables if table_commits(spark, table)], records[3]
+    assert sorted(done) == [table for table in tables if commits[table]], records[3]
     view = done[VIEW]
     assert view["before"]["delete_files"] > 0 and view["before"]["data_files"] > 1, view
     assert view["after"]["delete_files"] == 0 and view["after"]["data_files"] < view["before"]["data_files"], view
@@ -70,7 +72,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     for table in done:
         # Within the retention period, the version the build left stays readable as it was, and
         # maintenance changed no row.
-        assert contents(spark, table) == contents(spark, table, last_version_before_maintenance(spark, table)), table
+        assert contents(spark, table) == contents(spark, table, last_version_before_maintenance(commits[table])), table
     history.assert_view_matches(warehouse)
     # Not due again until a table gets new commits.
     assert maintain_tables(spark, warehouse.warehouse, every_commits=2) == []
