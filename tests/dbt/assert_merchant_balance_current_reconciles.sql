@@ -1,10 +1,19 @@
 {{ config(store_failures=true, schema='audit', alias='merchant_balance_reconciliation_failures') }}
 
 {#-
-    Reconciliation: recompute every balance from canonical history (all accepted events, the fold
-    over int_payment_events_posted) and return each key where the view differs, with both values.
-    Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures.
+    Reconciliation: recompute balances from canonical history (accepted events, the fold over
+    int_payment_events_posted) and return each key where the view differs, with both values, its
+    slice and this reconciliation's build_seq and invocation.
+    Which keys: reconciliation_scope. A scheduled build compares one rotating slice of the keys
+    (var reconcile_slices, N: every key at least once every N builds) and the slices of keys found
+    wrong before; with var reconcile_full, every key. The slice filter is on the key, so it reaches
+    the scan of canonical events.
+    Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures; the
+    on-run-end hook record_reconciliation appends what was compared to
+    payledger_audit.merchant_balance_reconciliation_runs, reading the scope from the comment below.
 -#}
+{%- set scope = reconciliation_scope() %}
+/* reconciliation_scope: {{ scope | tojson }} */
 
 with replayed as (
     select
@@ -16,11 +25,13 @@ with replayed as (
         max(event_time) as last_event_time,
         max(ingest_seq) as source_watermark
     from {{ ref('int_payment_events_posted') }}
+    where {{ reconciliation_slice_predicate(scope) }}
     group by 1, 2
 ),
 
 view_rows as (
     select * from {{ ref('merchant_balance_current') }}
+    where {{ reconciliation_slice_predicate(scope) }}
 ),
 
 compared as (
@@ -41,13 +52,23 @@ compared as (
     full outer join view_rows
         on replayed.merchant_id = view_rows.merchant_id
         and replayed.currency = view_rows.currency
+),
+
+wrong as (
+    select * from compared
+    where not (
+            view_available_balance <=> replayed_available_balance
+            and view_pending_balance <=> replayed_pending_balance
+            and view_reserve_hold <=> replayed_reserve_hold
+            and view_source_watermark <=> replayed_source_watermark
+            and view_last_event_time <=> replayed_last_event_time
+        )
 )
 
-select * from compared
-where not (
-        view_available_balance <=> replayed_available_balance
-        and view_pending_balance <=> replayed_pending_balance
-        and view_reserve_hold <=> replayed_reserve_hold
-        and view_source_watermark <=> replayed_source_watermark
-        and view_last_event_time <=> replayed_last_event_time
-    )
+select
+    wrong.*,
+    {{ quoted_literal(invocation_id) }} as invocation_id,
+    {{ reconciliation_slice_of('wrong.merchant_id', scope.slices) }} as reconciliation_slice,
+    {{ scope.slices }} as reconciliation_slices,
+    {{ scope.build_seq }} as build_seq
+from wrong
