@@ -1,12 +1,13 @@
 """The ``payledger`` command: ``generate``, ``load``, ``sql``, ``balance``, ``explain``, ``build``, ``serve``,
-``api-key``, ``publish``, ``maintain``, ``thrift``, ``demo``, ``bench``, ``bench-aging`` and ``bench-serve`` over the project's
+``api-key``, ``publish``, ``reconcile``, ``maintain``, ``thrift``, ``demo``, ``bench``, ``bench-aging`` and ``bench-serve`` over the project's
 warehouse.
 
 One error style: a failing command prints ``Error: <message>`` on stderr and exits 1 (a
 ``click.ClickException``; ``Group`` turns the errors commands meet in use, a file that does not load,
-a Spark error, a failed build, into one); a usage error prints the usage and exits 2; ``maintain``
-exits 75 when another build holds the warehouse's lock. ``build`` is the one exception: for cron,
-it reports every step, failures included, as JSON lines on stdout, and exits 0, 1 or 75. Spark's
+a Spark error, a failed build, into one); a usage error prints the usage and exits 2; ``maintain``,
+``publish`` and ``reconcile`` exit 75 when another build holds the warehouse's lock. ``build`` and
+``reconcile`` are the exceptions, for cron: they report failures as JSON on stdout (``build`` one
+line per step) and exit 0, 1 or 75. Spark's
 own log messages stay off unless ``--verbose`` or ``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them
 (``profiles/log4j2.properties``).
 """
@@ -509,6 +510,30 @@ def maintain_command(retention_hours: float | None, every_commits: int, wait_s: 
         raise WarehouseLocked(str(locked)) from None
     for table in done:
         click.echo(json.dumps(table.as_dict()))
+
+
+@main.command("reconcile")
+@click.option("--full", is_flag=True, help="Compare every key (the nightly job, CI); without it, the next rotating slice, as a build does.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0, show_default=True, help="Seconds to wait for a running build (exit 75 after).")
+def reconcile_command(full: bool, wait_s: float) -> None:
+    """Compare the balance view with a recomputation from canonical history: dbt's reconciliation
+    and conservation tests, outside a build, under the build lock. A scheduled build compares one
+    rotating slice of the keys (var reconcile_slices); --full compares every key.
+
+    Prints one JSON object: success, invocation_id, run (the row recorded in
+    payledger_audit.merchant_balance_reconciliation_runs), tests, failures (the keys found wrong,
+    at most 100) and errors. Exit 0 when both tests pass, 1 when one fails, 75 when a build holds
+    the lock."""
+    from payledger.locks import BuildLocked
+    from payledger.reconcile import reconcile
+
+    try:
+        result = reconcile(full=full, wait_s=wait_s)
+    except BuildLocked as locked:
+        raise WarehouseLocked(str(locked)) from None
+    click.echo(result.as_json())
+    if not result.success:
+        sys.exit(1)
 
 
 @main.command("publish")

@@ -25,6 +25,8 @@ LANDING_MERCHANTS = f"{RAW_SCHEMA}.merchants"
 LANDING_POLICIES = f"{RAW_SCHEMA}.reserve_policies"
 #: The rows the reconciliation test found wrong (dbt's stored failures).
 RECONCILIATION_FAILURES = "payledger_audit.merchant_balance_reconciliation_failures"
+#: One row per reconciliation: the slices it compared and its result (``record_reconciliation``).
+RECONCILIATION_RUNS = "payledger_audit.merchant_balance_reconciliation_runs"
 
 
 def project_relations(spark) -> dict[str, dict[str, list[str]]]:
