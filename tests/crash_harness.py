@@ -8,7 +8,8 @@ process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED
 Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
-  verify FILE...           then ``dbt build`` and report the view, rejects, snapshots and table counts
+  verify FILE...           then ``dbt build`` (reconciling every key) and report the view, rejects,
+                           snapshots and table counts
   report                   report them as they are, without building
 ``BUILDING`` is printed when dbt starts its first node. Builds leave out generic and unit tests.
 """
@@ -25,9 +26,9 @@ def _say(marker: str) -> None:
     print(marker, flush=True)
 
 
-def _build(artefacts: Path, with_tests: bool = True):
+def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool = False):
     from payledger.dbt import run_dbt
-    from tests.support import SCENARIO_SELECTION
+    from tests.support import FULL_RECONCILIATION, SCENARIO_SELECTION
 
     started = []
 
@@ -37,9 +38,10 @@ def _build(artefacts: Path, with_tests: bool = True):
             _say("BUILDING")
 
     # Generic and unit tests are left out for speed; the singular tests (reconciliation,
-    # conservation) run when with_tests is true.
+    # conservation) run when with_tests is true, on every key when full_reconciliation is.
     selection = SCENARIO_SELECTION if with_tests else ("--exclude", "resource_type:test", "resource_type:unit_test")
-    result = run_dbt("build", *selection, target_path=artefacts / "target", log_path=artefacts / "logs", on_event=on_event)
+    scope = FULL_RECONCILIATION if full_reconciliation else ()
+    result = run_dbt("build", *selection, *scope, target_path=artefacts / "target", log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
     return result
 
@@ -86,7 +88,7 @@ def main(argv: list[str]) -> int:
     if command in ("land", "land-and-build"):
         return 0 if command == "land" or _build(artefacts, with_tests).success else 1
     if command == "verify":
-        result = _build(artefacts, with_tests)
+        result = _build(artefacts, with_tests, full_reconciliation=True)
         print("REPORT " + json.dumps(_report(spark, result)), flush=True)
         return 0
     if command == "report":

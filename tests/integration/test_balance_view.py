@@ -13,8 +13,10 @@ from decimal import Decimal
 import pytest
 
 from payledger.formats import Commit, session_format, table_commits
-from payledger.publish import read_document, read_published_view
-from payledger.warehouse import VIEW
+from payledger.publish import read_document
+from payledger.reconcile import reconcile
+from payledger.spark import project_vars
+from payledger.warehouse import RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
 from tests.support import DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
@@ -266,30 +268,72 @@ def mart_examples(manifest: dict) -> dict[str, list[str]]:
     }
 
 
-@BASE
-def test_reconciliation_fails_and_names_the_key_when_the_view_is_wrong_and_nothing_is_published(dbt, base):
-    warehouse = base
-    published = read_document(warehouse.warehouse, session_format(warehouse.spark))
-    assert published.current is not None, "the base's build passed its tests: its version is published"
-    served = read_published_view(published.current).to_pylist()
-    warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
+def reconciliation_runs(warehouse) -> list[dict]:
+    return warehouse.rows(f"select * from {RECONCILIATION_RUNS} order by build_seq")
 
-    # The view's model and its tests, as a scheduled build runs them: the model commits nothing
-    # new, the reconciliation fails on the corrupted row.
-    result = dbt("build", "--select", "merchant_balance_current", check=False)
-    assert not result.success
-    assert result.status("assert_merchant_balance_current_reconciles") == "fail"
-    failures = warehouse.rows("select * from payledger_audit.merchant_balance_reconciliation_failures")
-    assert [(f["merchant_id"], f["currency"], f["view_pending_balance"], f["replayed_pending_balance"]) for f in failures] == [
-        ("m2", "USD", Decimal("8.00"), Decimal("7.00"))
-    ]
+
+def stored_failures(warehouse) -> list[tuple]:
+    columns = ("merchant_id", "currency", "view_pending_balance", "replayed_pending_balance", "reconciliation_slice", "build_seq", "invocation_id")
+    return [tuple(f[c] for c in columns) for f in warehouse.rows(f"select * from {RECONCILIATION_FAILURES}")]
+
+
+@BASE
+def test_rotating_reconciliation_names_a_wrong_untouched_key_within_n_builds_and_the_full_one_at_once(dbt, base):
+    warehouse = base
+    slices = 3
+    with_slices = ("--vars", json.dumps({"reconcile_slices": slices}))
+    wrong_slice = key_slice(warehouse, "m2", slices)
+    warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
+    # Later batches touch m1 only: m2's wrong row stays as it is, and only the rotating slice finds it.
+    warehouse.load("payment_events", [event("e9", "m1", "capture_settled", "5.00", "2026-03-02 10:00:00")])
+    builds = []
+    while not builds or (builds[-1].success and len(builds) < slices):
+        published = read_document(warehouse.warehouse, session_format(warehouse.spark))
+        # The first build folds the batch; then the view's model and its tests, as a scheduled build
+        # with nothing new runs them.
+        select = ("--select", "merchant_balance_current") if builds else ()
+        builds.append(dbt.scenario_build(*select, *with_slices, check=False))
+    failed = builds[-1]
+    assert not failed.success, f"{slices} builds of {slices} slices passed with m2's row wrong: {[b.failures() for b in builds]}"
+    assert failed.status("assert_merchant_balance_current_reconciles") == "fail"
+    runs = reconciliation_runs(warehouse)[-len(builds) :]
+    assert [r["invocation_id"] for r in runs] == [b.invocation_id for b in builds]
+    # One slice per build, the next one each time: build_seq mod N.
+    assert [r["checked_slices"] for r in runs] == [[r["build_seq"] % slices] for r in runs]
+    assert [r["build_seq"] for r in runs] == list(range(runs[0]["build_seq"], runs[0]["build_seq"] + len(runs)))
+    assert [r["status"] for r in runs] == ["pass"] * (len(runs) - 1) + ["fail"] and runs[-1]["checked_slices"] == [wrong_slice]
+    assert stored_failures(warehouse) == [("m2", "USD", Decimal("8.00"), Decimal("7.00"), wrong_slice, runs[-1]["build_seq"], failed.invocation_id)]
     # Write-audit-publish: readers keep the version that passed; the failure is on record.
-    assert result.publication is None
+    assert failed.publication is None
     after = read_document(warehouse.warehouse, session_format(warehouse.spark))
     assert after.current == published.current
-    assert read_published_view(after.current).to_pylist() == served
-    assert after.failed_since_published() and after.last_failed_build["invocation_id"] == result.invocation_id
+    assert after.failed_since_published() and after.last_failed_build["invocation_id"] == failed.invocation_id
     assert any("assert_merchant_balance_current_reconciles" in line for line in after.last_failed_build["failures"])
+
+    # A slice found wrong is compared again on every build, with the next one, until it passes.
+    again = dbt("build", "--select", "merchant_balance_current", *with_slices, check=False)
+    assert not again.success
+    last = reconciliation_runs(warehouse)[-1]
+    assert last["checked_slices"] == sorted({wrong_slice, last["build_seq"] % slices}), last
+    freshness = dbt("run-operation", "balance_freshness", *with_slices).logged_json("FRESHNESS_JSON")
+    passed = {r["checked_slices"][0] for r in runs if r["status"] == "pass"}
+    assert freshness["slices_never_reconciled"] == slices - len(passed) and freshness["oldest_last_reconciled_at"] is None, freshness
+
+    # The full reconciliation compares every key at once, whatever the stored failures say.
+    warehouse.spark.sql(f"delete from {RECONCILIATION_FAILURES}")
+    full = reconcile(full=True)
+    assert not full.success and full.tests["assert_merchant_balance_current_reconciles"] == "fail"
+    every = project_vars()["reconcile_slices"]
+    assert full.run["is_full"] and full.run["checked_slices"] == list(range(every)) and full.run["status"] == "fail"
+    assert [(f["merchant_id"], f["currency"], f["reconciliation_slice"]) for f in full.failures] == [("m2", "USD", str(key_slice(warehouse, "m2", every)))]
+    # A slice count that is not a whole number from 1 to 4096 is refused before anything runs.
+    refused = dbt("test", "--select", "assert_merchant_balance_current_reconciles", "--vars", '{"reconcile_slices": 0}', check=False)
+    assert not refused.success and "reconcile_slices" in str(refused.failures() or refused.exception)
+
+
+def key_slice(warehouse, merchant_id: str, slices: int) -> int:
+    """The key's slice of ``slices``: its bucket of 4,096 (Spark's xxhash64 of the merchant id) scaled."""
+    return warehouse.rows(f"select pmod(xxhash64('{merchant_id}'), 4096) * {slices} div 4096 as s")[0]["s"]
 
 
 @BASE

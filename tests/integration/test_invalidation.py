@@ -9,7 +9,7 @@ import pytest
 
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
-from payledger.warehouse import AUDIT, CHECKPOINT, VIEW
+from payledger.warehouse import AUDIT, CHECKPOINT, RECONCILIATION_RUNS, VIEW
 from tests.support import BuiltState, Landing, event, merchant, policy, rewritten, view_rows
 
 # One worker runs this module, so its built state (a module fixture) is built once. Together its
@@ -162,7 +162,8 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     # Not even an empty commit on the incremental models, the snapshots, the audit and the seed
     # (loaded from the same file already). dbt rebuilds three tables on every build by design
     # (derived state, no history to keep): the two `table`-materialized slice models and the
-    # reconciliation test's failure table.
+    # reconciliation test's failure table. The reconciliation's record gets its one row: even an
+    # idle build reconciles the next slice.
     rebuilt = {
         "payledger_intermediate.int_balance_slices_invalidated",
         "payledger_intermediate.int_balance_merchants_invalidated",
@@ -170,10 +171,12 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     }
     after = all_commits(warehouse)
     assert set(after) == set(commits)
-    changed = sorted(t for t in after if t not in rebuilt and after[t] != commits[t])
+    changed = sorted(t for t in after if t not in rebuilt | {RECONCILIATION_RUNS} and after[t] != commits[t])
     assert changed == [], f"an idle build committed to {changed}"
-    # Rebuilt in place (create or replace), on both formats: their earlier commits stay.
-    dropped = sorted(t for t in rebuilt if after[t][: len(commits[t])] != commits[t])
+    recorded = warehouse.rows(f"select invocation_id from {RECONCILIATION_RUNS} where invocation_id = '{run.invocation_id}'")
+    assert len(after[RECONCILIATION_RUNS]) == len(commits[RECONCILIATION_RUNS]) + 1 and len(recorded) == 1
+    # Rebuilt in place (create or replace) or appended to, on both formats: earlier commits stay.
+    dropped = sorted(t for t in rebuilt | {RECONCILIATION_RUNS} if after[t][: len(commits[t])] != commits[t])
     assert dropped == [], f"dropped and created again: {dropped}"
 
 

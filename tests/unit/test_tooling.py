@@ -69,13 +69,18 @@ def test_every_relation_named_in_python_is_one_that_dbt_builds(metadata_lint):
         if node["resource_type"] in {"model", "seed", "snapshot", "source", "test"}
     }
     relations = {name: value for name, value in vars(warehouse).items() if name.isupper() and isinstance(value, str) and "." in value}
-    named = {name: value for name, value in relations.items() if name != "PUBLISHED_RELATION"}
+    # Not dbt nodes: the publication's relation, and the reconciliation runs (an on-run-end hook's).
+    named = {name: value for name, value in relations.items() if name not in {"PUBLISHED_RELATION", "RECONCILIATION_RUNS"}}
     assert len(named) >= 8, named
     assert {name: value for name, value in named.items() if value not in built} == {}, sorted(built)
     assert {source["schema"] for source in manifest["sources"].values()} == {RAW_SCHEMA}
     # The published relation is the project's own (payledger.publish), beside the view, not dbt's.
     assert warehouse.PUBLISHED_RELATION not in built
     assert warehouse.PUBLISHED_RELATION.split(".")[0] == warehouse.VIEW.split(".")[0]
+    # The runs table sits beside the reconciliation's stored failures, under the name its macro gives.
+    schema, table = warehouse.RECONCILIATION_RUNS.split(".")
+    assert schema == warehouse.RECONCILIATION_FAILURES.split(".")[0]
+    assert f"identifier='{table}'" in (ROOT / "macros" / "reconciliation" / "reconciliation_runs.sql").read_text()
 
 
 def test_every_yaml_file_parses():
