@@ -3,9 +3,9 @@
         The relation of this project's model, snapshot or seed named `name`, or the stored failures
         of its data test `name`, from dbt's graph (`graph.nodes`): its database, schema and alias as
         configured (`+schema`, `alias`), so a renamed schema or alias is followed. For a model that
-        reads a downstream model's stored state (a back-edge, which `ref` would turn into a cycle). Whether the table exists yet is
-        `load_relation(node_relation(name))` (none when not built). Raises a compiler error when the
-        graph has no such node (renamed or disabled).
+        reads a downstream model's stored state (a back-edge, which `ref` would turn into a cycle).
+        Whether the table exists yet is `load_relation(node_relation(name))` (none when not built).
+        Raises a compiler error when the graph has no such node (renamed or disabled).
     -#}
     {%- for node in graph.nodes.values()
         if node.package_name == project_name and node.name == name and node.resource_type in ['model', 'snapshot', 'seed', 'test'] -%}
