@@ -6,7 +6,7 @@ One history (3M events, 5,000 merchants by default) is built once; then ``builds
 built one after the other, each through the cron wrapper's own path (``schedule.scheduled_build``:
 source freshness, ``dbt build``, then maintenance of the tables due, ``maintain_every`` commits).
 The builds leave out dbt's tests (they recompute from all of history, a cost that grows with it by
-design); one ``dbt test`` at the end checks that the view reconciles. Records, per build, the build's
+design); one ``dbt test`` at the end checks that the view reconciles, on every key. Records, per build, the build's
 wall seconds, the Spark jobs and SQL executions it ran, the maintenance step's seconds and the data
 and delete files of the view, the daily checkpoint and the canonical events; writes
 ``target/bench_aging.json`` (after every build, with ``complete`` false until the end) and a plot,
@@ -35,7 +35,7 @@ from pathlib import Path
 from rich.console import Console
 
 from payledger import scenario
-from payledger.dbt import run_dbt
+from payledger.dbt import FULL_RECONCILIATION, run_dbt
 from payledger.formats import session_format
 from payledger.generate import EVENT_FILE, MERCHANT_FILE, POLICY_FILE
 from payledger.load import load_file
@@ -361,7 +361,7 @@ def run_aging(
             + f"; view files {view.data_files} data, {view.delete_files} delete"
         )
 
-    check = run_dbt("test")
+    check = run_dbt("test", *FULL_RECONCILIATION)
     reconciled = bool(check.success)
     table_format = session_format(spark)
     # New processes need the warehouse's metastore: this process's JVM ends here.

@@ -11,6 +11,10 @@ from typing import Any
 
 from payledger.spark import PROJECT_ROOT, project_environment
 
+#: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
+#: ``reconcile_full``; a build compares one rotating slice otherwise).
+FULL_RECONCILIATION = ("--vars", '{"reconcile_full": true}')
+
 
 @dataclass
 class DbtInvocation:
