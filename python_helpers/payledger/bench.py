@@ -7,6 +7,11 @@ history sizes (the one asked for and a tenth of it, with new batches of the same
   tables (dedup by aggregation, reference tables broadcast, one pass); it must equal the view;
 - A: an incremental build after appending ~0.2% new events (with duplicates and late events);
 - B: a build after a policy change for one segment effective 30 days back;
+- A and B again, each after a change of its own (a second batch, another segment's policy), as
+  ``payledger build`` runs them: ``dbt build`` with every test (the reconciliation of one rotating
+  slice included), wall seconds of the invocation in this warm process (``incremental_with_tests_s``,
+  ``replay_with_tests_s``);
+- the full reconciliation (``payledger reconcile --full``: every key), wall seconds;
 then prints each target of the performance issue as met or missed (``targets``).
 Execution seconds are the sum of ``execution_time`` of model and snapshot nodes in dbt's run results
 (P: the job's own wall time); canonical event rows read are the "number of output rows" of Spark's
@@ -35,10 +40,11 @@ from rich.table import Table
 
 from payledger import scenario, warehouse
 from payledger.contract import EVENT_TYPES
-from payledger.dbt import DbtInvocation, run_dbt
+from payledger.dbt import FULL_RECONCILIATION, DbtInvocation, run_dbt
 from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
+from payledger.reconcile import reconcile
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, project_vars
 from payledger.sparkwork import WorkCounter, by_node
 from payledger.warehouse import LANDING_EVENTS, LANDING_MERCHANTS, LANDING_POLICIES, VIEW
@@ -181,6 +187,33 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
     return Phase(name, seconds, canonical, landing, written, seconds_by_node, checkpoint, last_ids, jobs, executions, work)
 
 
+def _measure_as_cron(spark, metrics: SqlMetrics, name: str) -> Phase:
+    """``dbt build`` with every test, as ``payledger build`` runs it: ``seconds`` is the invocation's
+    wall time in this process (parse, models, snapshots, tests, hooks and publication), rows read
+    are all of the build's scans. Raises ``scenario.BuildFailed`` when a node fails."""
+    first = metrics.last_id()
+    counter = WorkCounter(spark)
+    mark = counter.mark()
+    done = scenario.build(spark, "build")
+    work = counter.since(mark)
+    build = done.invocation
+    if not build.success:
+        raise scenario.BuildFailed(f"{name}: dbt build failed: {build.failures() or build.exception}")
+    return Phase(
+        name,
+        done.seconds,
+        {"build": metrics.rows_read(first, CANONICAL)},
+        metrics.rows_read(first, LANDING_EVENTS),
+        done.records_written,
+        {node: round(t, 2) for node, t in build.timings(("model", "snapshot", "test", "seed")).items()},
+        metrics.rows_read(first, CHECKPOINT),
+        {"build": metrics.last_id()},
+        work.spark_jobs,
+        work.sql_executions,
+        by_node(work, build.windows()),
+    )
+
+
 PEER_SQL = (
     """
 with valid_copies as (
@@ -272,6 +305,9 @@ class SizeResult:
     peer: Phase
     incremental: Phase
     replay: Phase
+    incremental_tests: Phase
+    replay_tests: Phase
+    full_reconciliation_s: float
     peer_differences: int
     reconciled: bool
     failures: list[str]
@@ -287,12 +323,23 @@ class SizeResult:
     def figures(self) -> dict:
         """The size's figures, under bench.json's keys (without the size's suffix)."""
         full, incremental, replay, peer = self.full, self.incremental, self.replay, self.peer
-        phases = {"initial": self.initial, "full": full, "incremental": incremental, "replay": replay, "peer": peer}
+        phases = {
+            "initial": self.initial,
+            "full": full,
+            "incremental": incremental,
+            "replay": replay,
+            "incremental_with_tests": self.incremental_tests,
+            "replay_with_tests": self.replay_tests,
+            "peer": peer,
+        }
         return {
             "events_total": self.canonical_rows,
             "full_s": round(full.seconds, 2),
             "incremental_s": round(incremental.seconds, 2),
             "replay_s": round(replay.seconds, 2),
+            "incremental_with_tests_s": round(self.incremental_tests.seconds, 2),
+            "replay_with_tests_s": round(self.replay_tests.seconds, 2),
+            "full_reconciliation_s": round(self.full_reconciliation_s, 2),
             "peer_s": round(peer.seconds, 2),
             "full_rows_read": full.canonical_rows_read,
             "incremental_rows_read": incremental.canonical_rows_read,
@@ -302,7 +349,13 @@ class SizeResult:
             "view_rows": self.view_rows,
             "batch_rows_loaded": self.batch_rows_loaded,
             "canonical_rows_read_by_node": {"full": full.canonical_reads, "incremental": incremental.canonical_reads, "replay": replay.canonical_reads},
-            "seconds_by_node": {"full": full.seconds_by_node, "incremental": incremental.seconds_by_node, "replay": replay.seconds_by_node},
+            "seconds_by_node": {
+                "full": full.seconds_by_node,
+                "incremental": incremental.seconds_by_node,
+                "replay": replay.seconds_by_node,
+                "incremental_with_tests": self.incremental_tests.seconds_by_node,
+                "replay_with_tests": self.replay_tests.seconds_by_node,
+            },
             "spark_jobs": {name: phase.spark_jobs for name, phase in phases.items()},
             "sql_executions": {name: phase.sql_executions for name, phase in phases.items()},
             "work_by_node": {"full": full.work_by_node, "incremental": incremental.work_by_node, "replay": replay.work_by_node},
@@ -333,8 +386,9 @@ class SizeResult:
 
 
 def _prepare(size: BenchSize, data_dir: Path, console: Console) -> tuple[Path, Path, Path, str, dt.date]:
-    """Generate the size's history, its batch and the policy change; returns their folders, the
-    changed segment and the change's effective date."""
+    """Generate the size's history, its two batches (``batch``, ``batch_2``) and two policy changes
+    (``policy_change``, of the first segment, and ``policy_change_2``, of the second); returns the
+    first ones' folders, the first change's segment and its effective date."""
     history, batch, change = data_dir / "history", data_dir / "batch", data_dir / "policy_change"
     started = time.monotonic()
     scenario.generate_history(history, size.events, size.merchants)
@@ -349,7 +403,18 @@ def _prepare(size: BenchSize, data_dir: Path, console: Console) -> tuple[Path, P
         seed=44,
         id_prefix="b44_",
     )
+    scenario.generate_new_batch(
+        history,
+        data_dir / "batch_2",
+        events=size.batch_events,
+        merchants=size.merchants,
+        days=2,
+        end_date=scenario.END_DATE + dt.timedelta(days=3),
+        seed=45,
+        id_prefix="b45_",
+    )
     segment, _, effective = scenario.write_retroactive_policy(history, change)
+    scenario.write_retroactive_policy(history, data_dir / "policy_change_2", which=1)
     return history, batch, change, segment, effective
 
 
@@ -384,7 +449,17 @@ def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, conso
     load_file(spark, "reserve_policies", change / POLICY_FILE, warehouse)
     replay = _measure(spark, metrics, "B policy change", BUILD_STEPS)
     console.print(f"B: {replay.seconds:.1f}s")
-    check = run_dbt("test", "--select", "merchant_balance_current")
+    load_file(spark, "payment_events", data_dir / "batch_2" / EVENT_FILE, warehouse)
+    incremental_tests = _measure_as_cron(spark, metrics, "A with tests")
+    console.print(f"A with tests: {incremental_tests.seconds:.1f}s")
+    load_file(spark, "reserve_policies", data_dir / "policy_change_2" / POLICY_FILE, warehouse)
+    replay_tests = _measure_as_cron(spark, metrics, "B with tests")
+    console.print(f"B with tests: {replay_tests.seconds:.1f}s")
+    started = time.monotonic()
+    full_reconciliation = reconcile(full=True)
+    full_reconciliation_s = time.monotonic() - started
+    console.print(f"full reconciliation: {full_reconciliation_s:.1f}s, {'passed' if full_reconciliation.success else 'FAILED'}")
+    check = run_dbt("test", "--select", "merchant_balance_current", *FULL_RECONCILIATION)
     slice_merchants = f"(select merchant_id from {LANDING_MERCHANTS} where segment = '{segment}')"
     return SizeResult(
         size=size,
@@ -393,9 +468,12 @@ def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, conso
         peer=peer,
         incremental=incremental,
         replay=replay,
+        incremental_tests=incremental_tests,
+        replay_tests=replay_tests,
+        full_reconciliation_s=full_reconciliation_s,
         peer_differences=peer_differences,
-        reconciled=bool(check.success),
-        failures=check.failures(),
+        reconciled=bool(check.success and full_reconciliation.success),
+        failures=check.failures() + full_reconciliation.errors,
         batch_rows_loaded=loaded_batch,
         view_rows=_count(spark, f"select count(*) from {VIEW}"),
         canonical_rows=_count(spark, f"select count(*) from {warehouse.CANONICAL}"),
@@ -438,14 +516,35 @@ def targets(large: SizeResult, small: SizeResult) -> list[Target]:
     peer = large.peer.seconds
     found = [
         Target(f"{label} <= {limit} x P", _ratio(phase.seconds, peer), float(limit), f"{label} {phase.seconds:.1f} s, P {peer:.1f} s")
-        for label, phase, limit in (("C", large.full, "1.0"), ("A", large.incremental, "0.10"), ("B", large.replay, "0.25"))
+        for label, phase, limit in (
+            ("C", large.full, "1.0"),
+            ("A", large.incremental, "0.10"),
+            ("B", large.replay, "0.25"),
+            ("A with tests", large.incremental_tests, "0.10"),
+            ("B with tests", large.replay_tests, "0.25"),
+        )
     ]
+    found.append(
+        Target(
+            "full reconciliation <= 1.0 x P",
+            _ratio(large.full_reconciliation_s, peer),
+            1.0,
+            f"payledger reconcile --full {large.full_reconciliation_s:.1f} s, P {peer:.1f} s",
+        )
+    )
     found += [
         Target(
             "A(large) <= 1.25 x A(small)",
             _ratio(large.incremental.seconds, small.incremental.seconds),
             1.25,
             f"A {large.incremental.seconds:.1f} s on {large.canonical_rows:,} events, {small.incremental.seconds:.1f} s on {small.canonical_rows:,}",
+        ),
+        Target(
+            "A with tests (large) <= 1.25 x (small)",
+            _ratio(large.incremental_tests.seconds, small.incremental_tests.seconds),
+            1.25,
+            f"A with tests {large.incremental_tests.seconds:.1f} s on {large.canonical_rows:,} events, "
+            f"{small.incremental_tests.seconds:.1f} s on {small.canonical_rows:,}",
         ),
     ]
     for result in (large, small):
@@ -482,7 +581,7 @@ def _print_size(console: Console, result: SizeResult) -> None:
     table = Table(title=f"{result.canonical_rows:,} ingested events, {result.size.merchants:,} merchants, {result.view_rows:,} view rows")
     for column in ("run", "execution s", "x P", "canonical rows read", "% of events", "checkpoint rows read", "view records written"):
         table.add_column(column, justify="right" if column != "run" else "left")
-    for phase in (full, incremental, replay, peer):
+    for phase in (full, incremental, replay, result.incremental_tests, result.replay_tests, peer):
         table.add_row(
             phase.name,
             f"{phase.seconds:.1f}",
@@ -523,7 +622,8 @@ def run_bench(events: int, merchants: int, console: Console, data_dir: Path, out
     found = targets(results[""], results["_small"])
     figures = results[""].figures()
     small_figures = results["_small"].figures()
-    figures |= {f"{key}_small": small_figures[key] for key in ("peer_s", "full_s", "incremental_s", "replay_s", "dedup_bytes_read")}
+    small_keys = ("peer_s", "full_s", "incremental_s", "replay_s", "incremental_with_tests_s", "replay_with_tests_s", "full_reconciliation_s")
+    figures |= {f"{key}_small": small_figures[key] for key in (*small_keys, "dedup_bytes_read")}
     figures["small"] = small_figures
     figures["targets"] = [target.as_dict() for target in found]
     console.rule("targets")

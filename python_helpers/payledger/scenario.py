@@ -55,13 +55,13 @@ def generate_new_batch(history: Path, folder: Path, *, events: int, merchants: i
     return generate_batch(options, history / EVENT_FILE, folder, id_prefix=id_prefix)
 
 
-def write_retroactive_policy(history: Path, out: Path, end_date: dt.date = END_DATE) -> tuple[str, Decimal, dt.date]:
-    """Write into ``out`` a policy file that raises the history's first segment's reserve_pct by 5
-    points (capped at 1), effective 30 days before ``end_date``; returns (segment, reserve_pct,
-    effective date)."""
+def write_retroactive_policy(history: Path, out: Path, end_date: dt.date = END_DATE, which: int = 0) -> tuple[str, Decimal, dt.date]:
+    """Write into ``out`` a policy file that raises the reserve_pct of the history's segment number
+    ``which`` (0: the first) by 5 points (capped at 1), effective 30 days before ``end_date``;
+    returns (segment, reserve_pct, effective date)."""
     policies = pq.read_table(history / POLICY_FILE).to_pylist()
-    segment = policies[0]["segment"]
-    pct = min(Decimal("1"), policies[0]["reserve_pct"] + Decimal("0.05"))
+    segment = policies[which]["segment"]
+    pct = min(Decimal("1"), policies[which]["reserve_pct"] + Decimal("0.05"))
     effective = end_date - dt.timedelta(days=30)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(
