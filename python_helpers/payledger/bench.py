@@ -393,26 +393,17 @@ def _prepare(size: BenchSize, data_dir: Path, console: Console) -> tuple[Path, P
     started = time.monotonic()
     scenario.generate_history(history, size.events, size.merchants)
     console.print(f"generated {size.events:,} events for {size.merchants:,} merchants in {time.monotonic() - started:.0f}s")
-    scenario.generate_new_batch(
-        history,
-        batch,
-        events=size.batch_events,
-        merchants=size.merchants,
-        days=2,
-        end_date=scenario.END_DATE + dt.timedelta(days=2),
-        seed=44,
-        id_prefix="b44_",
-    )
-    scenario.generate_new_batch(
-        history,
-        data_dir / "batch_2",
-        events=size.batch_events,
-        merchants=size.merchants,
-        days=2,
-        end_date=scenario.END_DATE + dt.timedelta(days=3),
-        seed=45,
-        id_prefix="b45_",
-    )
+    for folder, days_after, seed in ((batch, 2, 44), (data_dir / "batch_2", 3, 45)):
+        scenario.generate_new_batch(
+            history,
+            folder,
+            events=size.batch_events,
+            merchants=size.merchants,
+            days=2,
+            end_date=scenario.END_DATE + dt.timedelta(days=days_after),
+            seed=seed,
+            id_prefix=f"b{seed}_",
+        )
     segment, _, effective = scenario.write_retroactive_policy(history, change)
     scenario.write_retroactive_policy(history, data_dir / "policy_change_2", which=1)
     return history, batch, change, segment, effective
