@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slo
 def contents(spark, table: str, version: object | None = None) -> collections.Counter:
     """Every row of ``table`` (at ``version``, a Delta version or Iceberg snapshot id) as a multiset."""
     suffix = f" version as of {version}" if version is not None else ""
-    return collections.Counter(tuple(row) for row in spark.sql(f"select * from {table}{suffix}").collect())
+    rows = spark.sql(f"select * from {table}{suffix}").collect()
+    return collections.Counter(tuple(tuple(value) if isinstance(value, list) else value for value in row) for row in rows)
 
 
 def last_version_before_maintenance(commits: list) -> object:
