@@ -27,8 +27,8 @@ def _say(marker: str) -> None:
 
 
 def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool = False):
-    from payledger.dbt import run_dbt
-    from tests.support import FULL_RECONCILIATION, SCENARIO_SELECTION
+    from payledger.dbt import FULL_RECONCILIATION, run_dbt
+    from tests.support import SCENARIO_SELECTION
 
     started = []
 

@@ -30,8 +30,6 @@ SCENARIO_SELECTION = ("--exclude", "test_type:generic", "test_type:unit")
 #: dbt selection arguments that leave out the unit tests only. They read their given rows, not the
 #: warehouse: a test that runs ``dbt build`` after each batch runs them in its first build only.
 DATA_TESTS_SELECTION = ("--exclude", "test_type:unit")
-#: dbt arguments for a reconciliation of every key (a build reconciles one rotating slice).
-FULL_RECONCILIATION = ("--vars", '{"reconcile_full": true}')
 
 
 class DbtProject:

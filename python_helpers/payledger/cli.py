@@ -7,9 +7,8 @@ One error style: a failing command prints ``Error: <message>`` on stderr and exi
 a Spark error, a failed build, into one); a usage error prints the usage and exits 2; ``maintain``,
 ``publish`` and ``reconcile`` exit 75 when another build holds the warehouse's lock. ``build`` and
 ``reconcile`` are the exceptions, for cron: they report failures as JSON on stdout (``build`` one
-line per step) and exit 0, 1 or 75. Spark's
-own log messages stay off unless ``--verbose`` or ``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them
-(``profiles/log4j2.properties``).
+line per step) and exit 0, 1 or 75. Spark's own log messages stay off unless ``--verbose`` or
+``PAYLEDGER_SPARK_LOG_LEVEL`` asks for them (``profiles/log4j2.properties``).
 """
 
 from __future__ import annotations

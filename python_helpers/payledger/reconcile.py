@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from payledger.dbt import run_dbt
+from payledger.dbt import FULL_RECONCILIATION, run_dbt
 from payledger.locks import build_lock
 from payledger.spark import default_warehouse, get_spark
 from payledger.warehouse import RECONCILIATION_FAILURES, RECONCILIATION_RUNS
@@ -30,8 +30,9 @@ class Reconciliation:
     """What one ``reconcile`` compared and found: ``success`` (both tests passed), the dbt
     ``invocation_id``, its row of the runs table (``run``: build_seq, slices, checked_slices,
     failures, is_full, status, reconciled_at; None when the test did not run), the tests' statuses
-    (``tests``: name -> pass, fail, error or skipped) and the keys found wrong (``failures``: the
-    stored failure rows, at most ``LISTED``, amounts as decimal strings)."""
+    (``tests``: name -> pass, fail, error, skipped or "not run") and the keys found wrong (``failures``: the
+    stored failure rows, at most ``LISTED``, every value a string: amounts in the currency's major
+    unit as decimal strings) and dbt's ``errors`` (one line per failed node)."""
 
     success: bool
     invocation_id: str
@@ -61,9 +62,7 @@ def reconcile(full: bool = True, wait_s: float = 0.0) -> Reconciliation:
     Raises ``locks.BuildLocked`` when a build holds the lock past ``wait_s`` seconds. A failed test
     is not an exception: ``success`` is false and ``failures`` names the keys.
     """
-    args = ["test", "--select", *TESTS]
-    if full:
-        args += ["--vars", '{"reconcile_full": true}']
+    args = ("test", "--select", *TESTS, *(FULL_RECONCILIATION if full else ()))
     with build_lock(default_warehouse(), wait_s):
         invocation = run_dbt(*args)
         spark = get_spark()

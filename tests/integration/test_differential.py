@@ -21,9 +21,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from payledger.dbt import FULL_RECONCILIATION
 from payledger.warehouse import drop_project_schemas
 from tests import histories
-from tests.support import DATA_TESTS_SELECTION, FULL_RECONCILIATION, History, Landing, assert_history_kept, snapshot_history
+from tests.support import DATA_TESTS_SELECTION, History, Landing, assert_history_kept, snapshot_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
 
