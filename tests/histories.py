@@ -67,6 +67,9 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
     amount = st.one_of(
         st.decimals(min_value=Decimal("0.01"), max_value=Decimal("500.00"), places=2),
         st.integers(1, 500).map(Decimal),  # whole amounts: valid in JPY too (no minor unit)
+        # Three decimals: valid in KWD and BHD only (amount_precision elsewhere); their holds round
+        # to three decimals, where half up and half even differ more often than at two.
+        st.decimals(min_value=Decimal("0.001"), max_value=Decimal("50.000"), places=3),
         st.sampled_from([None, Decimal("0.00"), Decimal("-1.00")]),
     )
     event_time = st.one_of(
@@ -81,8 +84,8 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
         {
             "event_id": st.one_of(st.integers(0, 7).map(lambda k: f"{name}e{k}"), st.sampled_from([None, " "])),
             "merchant_id": st.one_of(st.sampled_from(merchants), st.sampled_from([None, ""])),
-            # JPY has no minor unit (cents are amount_precision), KWD three; XYZ is not ISO 4217.
-            "currency": st.sampled_from(["USD", "USD", "EUR", "JPY", "KWD", "XYZ", "usd", None]),
+            # JPY has no minor unit (cents are amount_precision), KWD and BHD three; XYZ is not ISO 4217.
+            "currency": st.sampled_from(["USD", "USD", "EUR", "JPY", "KWD", "BHD", "XYZ", "usd", None]),
             # Captures and releases weighted up, so that holds are common; capture_pending is unknown.
             "event_type": st.sampled_from(sorted(EVENT_TYPES) + ["capture_settled", "funds_released"] * 2 + ["capture_pending"]),
             "amount": amount,

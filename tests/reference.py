@@ -133,8 +133,8 @@ def fold(events: list[dict], segments: list[SegmentVersion], policies: list[Poli
             b.pending += a
         elif kind == "funds_released":
             r = reserve_pct(event["merchant_id"], event["event_time"].date(), segments, policies)
-            # Half up to the minor unit, at most the two decimals amounts are stored with.
-            h = (a * r).quantize(max(_minor(event["currency"]), Decimal("0.01")), rounding=ROUND_HALF_UP)
+            # Half up to the currency's minor unit (amounts are stored with four decimals: any ISO unit).
+            h = (a * r).quantize(_minor(event["currency"]), rounding=ROUND_HALF_UP)
             b.available += a - h
             b.pending -= a
             b.reserve += h

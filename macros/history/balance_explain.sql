@@ -52,9 +52,9 @@
         select
             event_date,
             count(*) as postings,
-            cast(sum(available_delta) as decimal(18, 2)) as available_delta,
-            cast(sum(pending_delta) as decimal(18, 2)) as pending_delta,
-            cast(sum(reserve_delta) as decimal(18, 2)) as reserve_delta,
+            cast(sum(available_delta) as {{ money_type() }}) as available_delta,
+            cast(sum(pending_delta) as {{ money_type() }}) as pending_delta,
+            cast(sum(reserve_delta) as {{ money_type() }}) as reserve_delta,
             concat_ws(', ', array_sort(collect_set(case when event_type = 'funds_released' then cast(reserve_pct as string) end))) as reserve_pcts_applied,
             min(event_time) as first_event_time,
             max(event_time) as last_event_time

@@ -4,9 +4,9 @@
         merchant_id,
         currency,
         event_date as balance_date,
-        cast(sum(available_delta) as decimal(18, 2)) as available_change,
-        cast(sum(pending_delta) as decimal(18, 2)) as pending_change,
-        cast(sum(reserve_delta) as decimal(18, 2)) as reserve_change,
+        cast(sum(available_delta) as {{ money_type() }}) as available_change,
+        cast(sum(pending_delta) as {{ money_type() }}) as pending_change,
+        cast(sum(reserve_delta) as {{ money_type() }}) as reserve_change,
         count(*) as event_count,
         max(ingest_seq) as source_watermark,
         max(event_time) as last_event_time

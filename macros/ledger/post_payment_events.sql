@@ -8,8 +8,7 @@
         segment and policy versions it came from; `observed_until` (a SQL timestamp expression)
         limits them to the versions observed by then (see reserve_rates_as_of).
         The reserve hold is amount x reserve_pct rounded half up to the currency's minor unit
-        (round_to_minor_unit; JPY 0 decimals, USD 2), at most the 2 decimals amounts are stored with
-        (decimal(18, 2)): a KWD or BHD hold (3) is rounded to 2 until amounts are stored at scale 4.
+        (round_to_minor_unit; JPY 0 decimals, USD 2, KWD 3), stored as money_type() (scale 4).
     -#}
     {%- set hold = round_to_minor_unit('events.amount * events.reserve_pct', 'events.hold_minor_unit') -%}
     select
@@ -21,10 +20,10 @@
         events.amount,
         events.as_of_segment,
         events.reserve_pct,
-        cast({{ hold }} as decimal(18, 2)) as hold_amount,
-        cast(rules.available_per_amount * events.amount + rules.available_per_hold * {{ hold }} as decimal(18, 2)) as available_delta,
-        cast(rules.pending_per_amount * events.amount as decimal(18, 2)) as pending_delta,
-        cast(rules.reserve_per_amount * events.amount + rules.reserve_per_hold * {{ hold }} as decimal(18, 2)) as reserve_delta,
+        cast({{ hold }} as {{ money_type() }}) as hold_amount,
+        cast(rules.available_per_amount * events.amount + rules.available_per_hold * {{ hold }} as {{ money_type() }}) as available_delta,
+        cast(rules.pending_per_amount * events.amount as {{ money_type() }}) as pending_delta,
+        cast(rules.reserve_per_amount * events.amount + rules.reserve_per_hold * {{ hold }} as {{ money_type() }}) as reserve_delta,
         events.event_date,
         events.event_time,
         events.as_of_segment_observed_at,
@@ -35,7 +34,7 @@
             accepted before that check, in another code, keeps two decimals, never dropped. #}
         select
             *,
-            {{ currency_minor_unit('currency', at_most=2) | indent(12) }} as hold_minor_unit
+            {{ currency_minor_unit('currency', otherwise=2) | indent(12) }} as hold_minor_unit
         from ({{ reserve_rates_as_of(accepted_events, observed_until) }})
     ) as events
     inner join {{ ref('payment_event_types') }} as rules

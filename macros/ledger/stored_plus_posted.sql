@@ -2,13 +2,13 @@
     {#-
         The select expressions of a balance carried forward: each of the three balances of the
         stored row `stored` (null when none is stored yet: 0) plus the same balance of `posted`, as
-        decimal(18, 2), named as `stored_kind`'s columns. Kinds (balance_columns): `balance` (the
+        money_type(), named as `stored_kind`'s columns. Kinds (balance_columns): `balance` (the
         view), `change` (a checkpoint day), `delta` (summed postings).
     -#}
     {%- set stored_columns = balance_columns(stored_kind) -%}
     {%- set posted_columns = balance_columns(posted_kind) -%}
     {%- for index in range(stored_columns | length) %}
-        cast(coalesce({{ stored }}.{{ stored_columns[index] }}, 0) + {{ posted }}.{{ posted_columns[index] }} as decimal(18, 2))
+        cast(coalesce({{ stored }}.{{ stored_columns[index] }}, 0) + {{ posted }}.{{ posted_columns[index] }} as {{ money_type() }})
             as {{ stored_columns[index] }}{{ ',' if not loop.last }}
     {%- endfor %}
 {%- endmacro %}

@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from payledger import scenario, warehouse
-from payledger.contract import EVENT_TYPES
+from payledger.contract import AMOUNT_DDL, EVENT_TYPES
 from payledger.dbt import FULL_RECONCILIATION, DbtInvocation, run_dbt
 from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
@@ -238,7 +238,7 @@ posted as (
         case when a.event_type = 'funds_released'
                 and m.segment_effective_from <= to_date(a.event_time)
                 and p.effective_from <= to_date(a.event_time)
-            then round(a.amount * p.reserve_pct, 2) else 0 end as h
+            then round(a.amount * p.reserve_pct, 2) else 0 end as h  -- the generator's currencies all have two decimals
     from accepted a
     left join {landing_merchants} m on m.merchant_id = a.merchant_id
     left join {landing_policies} p on p.segment = m.segment
@@ -246,14 +246,15 @@ posted as (
 select merchant_id, currency,
     cast(sum(case event_type when 'funds_released' then amount - h when 'reserve_released' then amount
         when 'refund_posted' then -amount when 'chargeback_opened' then -amount
-        when 'chargeback_won' then amount when 'payout_paid' then -amount else 0 end) as decimal(18,2)) as available_balance,
-    cast(sum(case event_type when 'capture_settled' then amount when 'funds_released' then -amount else 0 end) as decimal(18,2)) as pending_balance,
+        when 'chargeback_won' then amount when 'payout_paid' then -amount else 0 end) as {amount_type}) as available_balance,
+    cast(sum(case event_type when 'capture_settled' then amount when 'funds_released' then -amount else 0 end) as {amount_type}) as pending_balance,
     cast(sum(case event_type when 'funds_released' then h when 'reserve_released' then -amount
         when 'chargeback_opened' then amount when 'chargeback_won' then -amount
-        when 'chargeback_lost' then -amount else 0 end) as decimal(18,2)) as reserve_hold,
+        when 'chargeback_lost' then -amount else 0 end) as {amount_type}) as reserve_hold,
     max(event_time) as last_event_time
 from posted group by 1, 2
 """.replace("{event_types}", ", ".join(f"'{name}'" for name in EVENT_TYPES))
+    .replace("{amount_type}", AMOUNT_DDL)
     .replace("{currency_pattern}", project_vars()["identifier_patterns"]["currency"])
     .replace("{landing_events}", LANDING_EVENTS)
     .replace("{landing_merchants}", LANDING_MERCHANTS)

@@ -1,7 +1,7 @@
 """The landing-table contract (schema ``payledger_raw``): column names, types and the event types.
 
 Source: issue "The main job end to end", section "Source contract". Amounts are decimals in the
-currency's major unit (decimal(18,2)); timestamps are UTC.
+currency's major unit (``AMOUNT_TYPE``, decimal(18,4)); timestamps are UTC.
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ def _seed_event_types() -> tuple[str, ...]:
 #: The event types of the fold, from the seed (``_seed_event_types``).
 EVENT_TYPES: tuple[str, ...] = _seed_event_types()
 
-AMOUNT_TYPE = pa.decimal128(18, 2)
+#: Every amount and balance, in the currency's major unit: scale 4 holds the largest ISO 4217 minor
+#: unit (CLF) exactly. The models' ``money_type()`` macro is the same type (a unit test compares).
+AMOUNT_TYPE = pa.decimal128(18, 4)
+#: ``AMOUNT_TYPE`` as Spark SQL writes it.
+AMOUNT_DDL = f"decimal({AMOUNT_TYPE.precision},{AMOUNT_TYPE.scale})"
 PCT_TYPE = pa.decimal128(5, 4)
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
@@ -64,7 +68,7 @@ MERCHANT_FILE_SCHEMA = pa.schema(
 LANDING_TABLES: dict[str, tuple[str, pa.Schema, str | None]] = {
     "payment_events": (
         "event_id string, merchant_id string, currency string, event_type string, "
-        "amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint",
+        f"amount {AMOUNT_DDL}, event_time timestamp, ingested_at timestamp, ingest_seq bigint",
         EVENT_FILE_SCHEMA,
         None,
     ),

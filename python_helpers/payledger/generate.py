@@ -1,7 +1,8 @@
 """Seeded synthetic PayLedger history: merchants, reserve policies and payment events as Parquet.
 
 Everything is vectorised with NumPy so that tens of millions of events take seconds per million.
-Amounts are decimals in the currency's major unit (two decimal places); times are UTC.
+Amounts are decimals in the currency's major unit (whole cents: every currency here has two
+decimals); times are UTC.
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ def _event_batch(options: GenerateOptions, cols: dict[str, np.ndarray], bad_kind
             currency[i] = ("usd", "US", None)[variant]
         else:
             time_null[i] = True
-    amount = _scaled_decimal(cents, 2, AMOUNT_TYPE)
+    amount = _scaled_decimal(cents * 10 ** (AMOUNT_TYPE.scale - 2), AMOUNT_TYPE.scale, AMOUNT_TYPE)  # cents -> the stored scale
     amount = pc.if_else(pa.array(amount_null), pa.scalar(None, AMOUNT_TYPE), amount)
     times = pa.array(cols["event_time"][rows], pa.timestamp("us", tz="UTC"))
     times = pc.if_else(pa.array(time_null), pa.scalar(None, times.type), times)

@@ -373,7 +373,7 @@ class Explanation:
     totals: dict[str, Decimal] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.totals = {column: sum((p[delta] for p in self.postings), Decimal("0.00")) for column, delta in BALANCE_FIELDS}
+        self.totals = {column: sum((p[delta] for p in self.postings), Decimal(0)) for column, delta in BALANCE_FIELDS}
 
     def differences(self) -> dict[str, tuple[Decimal, Decimal]]:
         """``{balance column: (postings total, view value)}`` where they differ; empty when they agree."""

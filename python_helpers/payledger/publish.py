@@ -228,8 +228,8 @@ def read_published_view(publication: Publication, merchant_id: str | None = None
     """The rows of the published version (``columns`` of the view, ``VIEW_COLUMNS`` by default),
     as a ``pyarrow.Table``, read from the table's files without Spark or the metastore
     (``read_table_version`` of its ``readable_version``). ``merchant_id`` filters to one merchant
-    (``ValueError`` unless it matches ``history.check_key``). Amounts are ``decimal128(18, 2)`` in
-    the currency's major unit. Raises ``PublicationError`` when the version cannot be opened (for
+    (``ValueError`` unless it matches ``history.check_key``). Amounts are ``contract.AMOUNT_TYPE``
+    (decimal128(18, 4)) in the currency's major unit. Raises ``PublicationError`` when the version cannot be opened (for
     example removed by retention)."""
     if merchant_id is not None:
         from payledger.history import check_key

@@ -66,9 +66,17 @@ def log(message, info=False):
 
 
 def _private_macros():
+    """The private macros, in an environment of their own whose globals also hold the public macros
+    they call (money_type, ...) and this module's stubs."""
     environment = jinja2.Environment(extensions=["jinja2.ext.do"])
+    macros = Path(__file__).resolve().parents[2] / "macros"
+    environment.globals.update({name: value for name, value in globals().items() if not name.startswith("_")})
+    for path in sorted(macros.rglob("[!_]*.sql")):
+        if not re.search(r"{%-?\s*materialization\s", text := path.read_text()):  # dbt's own tag
+            module = environment.from_string(text).module
+            environment.globals.update({name: getattr(module, name) for name in re.findall(r"macro\s+([a-z]\w*)\s*\(", text)})
     found = {}
-    for path in sorted((Path(__file__).resolve().parents[2] / "macros").rglob("_*.sql")):
+    for path in sorted(macros.rglob("_*.sql")):
         text = path.read_text()
         names = re.findall(r"macro\s+(_\w+)\s*\(", text)
         for name in names:

@@ -19,9 +19,9 @@ with replayed as (
     select
         merchant_id,
         currency,
-        cast(sum(available_delta) as decimal(18, 2)) as available_balance,
-        cast(sum(pending_delta) as decimal(18, 2)) as pending_balance,
-        cast(sum(reserve_delta) as decimal(18, 2)) as reserve_hold,
+        cast(sum(available_delta) as {{ money_type() }}) as available_balance,
+        cast(sum(pending_delta) as {{ money_type() }}) as pending_balance,
+        cast(sum(reserve_delta) as {{ money_type() }}) as reserve_hold,
         max(event_time) as last_event_time,
         max(ingest_seq) as source_watermark
     from {{ ref('int_payment_events_posted') }}

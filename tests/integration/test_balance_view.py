@@ -184,15 +184,20 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
             event("e6", "m3", "funds_released", "33.33", "2026-04-05 09:00:00"),
             event("e7", "m1", "payout_paid", "100.00", "2026-03-10 00:00:00"),
             # JPY has no minor unit: m3's 10% hold on 105 is 10.5, rounded half up to 11 (half
-            # even would give 10). KWD has three; its amounts land with two decimals.
+            # even would give 10). KWD and BHD have three: m2's 5% hold on KWD 12.345 is 0.61725,
+            # 0.617; on BHD 4.930 it is 0.2465, 0.247 half up (half even: 0.246).
             event("j1", "m3", "capture_settled", "105", "2026-03-05 09:00:00", currency="JPY"),
             event("j2", "m3", "funds_released", "105", "2026-04-05 09:00:00", currency="JPY"),
-            event("k1", "m2", "capture_settled", "12.30", "2026-03-02 09:00:00", currency="KWD"),
-            event("k2", "m2", "funds_released", "12.30", "2026-03-04 09:00:00", currency="KWD"),
+            event("k1", "m2", "capture_settled", "12.345", "2026-03-02 09:00:00", currency="KWD"),
+            event("k2", "m2", "funds_released", "12.345", "2026-03-04 09:00:00", currency="KWD"),
+            event("h1", "m2", "capture_settled", "4.930", "2026-03-02 09:00:00", currency="BHD"),
+            event("h2", "m2", "funds_released", "4.930", "2026-03-04 09:00:00", currency="BHD"),
         ],
     )
     dbt("build")
     history.assert_view_matches(warehouse)
+    holds = {key: row["reserve_hold"] for key, row in view_rows(warehouse).items() if key[0] in ("m2", "m3")}
+    assert (holds[("m3", "JPY")], holds[("m2", "KWD")], holds[("m2", "BHD")]) == (Decimal("11"), Decimal("0.617"), Decimal("0.247")), holds
 
     # The later builds run every data test, without the unit tests the first build ran.
     # A new batch: new events, a late event, exact and conflicting duplicates, every kind of bad row.

@@ -80,6 +80,34 @@ def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name
     assert landed(warehouse, "payment_events") == 1
 
 
+def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_then_three_decimals_load(warehouse, tmp_path):
+    """Landing tables made before amounts had scale 4 hold decimal(18,2): the next load rewrites the
+    events table at decimal(18,4), every row and ingest_seq kept, and its file's KWD 1.235 loads."""
+    from payledger.formats import session_format
+
+    spark = warehouse.spark
+    spark.sql("create database if not exists payledger_raw")
+    spark.sql(
+        "create table payledger_raw.payment_events (event_id string, merchant_id string, currency string, event_type string,"
+        f" amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint) using {session_format(spark)}"
+    )
+    spark.sql(
+        "insert into payledger_raw.payment_events values ('o1', 'm1', 'USD', 'capture_settled', 12.50, timestamp'2026-01-01 00:00:00',"
+        " timestamp'2026-01-02 00:00:00', 1), ('o2', 'm1', 'USD', 'payout_paid', 99999999999999.99, null, timestamp'2026-01-02 00:00:00', 2)"
+    )
+    path = tmp_path / "events.csv"
+    path.write_text("event_id,merchant_id,currency,event_type,amount,event_time\nk1,m1,KWD,capture_settled,1.235,2026-10-01T12:00:00Z\n")
+    assert load_file(spark, "payment_events", path, warehouse.warehouse) == 1
+    assert spark.table("payledger_raw.payment_events").schema["amount"].dataType.simpleString() == "decimal(18,4)"
+    rows = warehouse.rows("select event_id, amount, ingest_seq, cast(ingested_at as string) at from payledger_raw.payment_events order by ingest_seq")
+    assert [(r["event_id"], r["amount"], r["ingest_seq"]) for r in rows] == [
+        ("o1", Decimal("12.5"), 1),
+        ("o2", Decimal("99999999999999.99"), 2),
+        ("k1", Decimal("1.235"), 3),
+    ]
+    assert [r["at"] for r in rows[:2]] == ["2026-01-02 00:00:00"] * 2
+
+
 def test_parquet_times_in_any_zone_and_unit_load_as_utc_microseconds(warehouse, tmp_path):
     """pandas writes nanoseconds, often zone-aware: the instant is kept, digits below the microsecond
     (Spark's precision) are dropped, and a zone-less time is UTC."""

@@ -58,9 +58,9 @@ summed_days as (
     select
         daily_balances.merchant_id,
         daily_balances.currency,
-        cast(sum(daily_balances.available_change) as decimal(18, 2)) as available_balance,
-        cast(sum(daily_balances.pending_change) as decimal(18, 2)) as pending_balance,
-        cast(sum(daily_balances.reserve_change) as decimal(18, 2)) as reserve_hold,
+        cast(sum(daily_balances.available_change) as {{ money_type() }}) as available_balance,
+        cast(sum(daily_balances.pending_change) as {{ money_type() }}) as pending_balance,
+        cast(sum(daily_balances.reserve_change) as {{ money_type() }}) as reserve_hold,
         max(daily_balances.last_event_time) as last_event_time,
         max(daily_balances.source_watermark) as source_watermark,
         max(daily_balances.policy_observed_at) as policy_observed_at

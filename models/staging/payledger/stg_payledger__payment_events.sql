@@ -10,7 +10,7 @@ renamed as (
         merchant_id,
         currency,
         event_type,
-        cast(amount as decimal(18, 2)) as amount,
+        cast(amount as {{ money_type() }}) as amount,
         to_date(event_time) as event_date,
         event_time,
         ingested_at
