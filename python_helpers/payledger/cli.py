@@ -213,8 +213,36 @@ def _published(build) -> dict | None:
     }
 
 
-def _emit(fmt: str, title: str, sections: list[tuple[str, list[dict]]], document: dict) -> None:
-    """Print ``document`` as JSON, the first section as CSV, or every section as a rich table."""
+#: Decimal columns of history's rows that are rates, not money (shown as stored).
+RATE_COLUMNS = frozenset({"reserve_pct"})
+
+
+class _Amount(str):
+    """A money amount as text with its currency's minor unit of decimals (right-aligned in tables)."""
+
+
+def _amounts_shown(value: object, currency: str | None = None) -> object:
+    """``value`` (rows, documents: dicts and lists) with every money ``Decimal`` (any Decimal not in
+    ``RATE_COLUMNS``) as ``currencies.format_amount`` text: ``100`` JPY, ``1.235`` KWD, ``12.50``
+    USD. A dict's ``currency`` applies to its values and everything inside it; else ``currency``."""
+    from payledger.currencies import format_amount
+
+    if isinstance(value, dict):
+        currency = value.get("currency", currency)
+        return {
+            key: _Amount(format_amount(item, currency)) if isinstance(item, Decimal) and key not in RATE_COLUMNS else _amounts_shown(item, currency)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_amounts_shown(item, currency) for item in value]
+    return value
+
+
+def _emit(fmt: str, title: str, sections: list[tuple[str, list[dict]]], document: dict, currency: str | None = None) -> None:
+    """Print ``document`` as JSON, the first section as CSV, or every section as a rich table.
+    Amounts show their currency's minor unit (``_amounts_shown``; ``currency`` for rows without one)."""
+    document = _amounts_shown(document, currency)
+    sections = [(name, _amounts_shown(rows, currency)) for name, rows in sections]
     if fmt == "json":
         click.echo(json.dumps(document, default=_plain))
         return
@@ -237,7 +265,7 @@ def _emit(fmt: str, title: str, sections: list[tuple[str, list[dict]]], document
             continue
         table = Table(title=name, title_justify="left")
         for column in rows[0]:
-            table.add_column(column, justify="right" if isinstance(rows[0][column], (int, float, Decimal)) else "left", overflow="fold")
+            table.add_column(column, justify="right" if isinstance(rows[0][column], (int, float, Decimal, _Amount)) else "left", overflow="fold")
         for row in rows:
             table.add_row(*(_cell(v) for v in row.values()))
         console.print(table)
@@ -312,6 +340,7 @@ def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, 
     if as_of is not None and build is not None:
         raise click.UsageError("give --as-of or --build, not both")
     from payledger import history
+    from payledger.currencies import format_amount
     from payledger.spark import get_spark
 
     result = _history_call(history.explain, get_spark(), merchant_id, currency, as_of=as_of, build=build, by=by)
@@ -321,7 +350,8 @@ def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, 
     verdict = (
         "the totals equal the view's row"
         if not differences
-        else "the totals DIFFER from the view's row: " + ", ".join(f"{column} {total} vs {value}" for column, (total, value) in differences.items())
+        else "the totals DIFFER from the view's row: "
+        + ", ".join(f"{column} {format_amount(total, currency)} vs {format_amount(value, currency)}" for column, (total, value) in differences.items())
     )
     document = {
         "build": _published(result.build),
@@ -341,7 +371,7 @@ def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, 
     sections = [("postings" if by == "event" else "postings per day", result.postings), ("totals", [totals, view]), ("rejected rows", result.rejects)]
     if fmt == "csv":
         sections = [("lines", lines)]
-    _emit(fmt, f"{merchant_id} {currency}: {_moment(result.build)}; {verdict}", sections, document)
+    _emit(fmt, f"{merchant_id} {currency}: {_moment(result.build)}; {verdict}", sections, document, currency)
     if differences:
         raise click.ClickException(verdict)
     if fmt == "csv":

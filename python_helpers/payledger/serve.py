@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from payledger.apikeys import ApiKey, ApiKeys
+from payledger.currencies import format_amount, format_amounts
 from payledger.history import BUILD_PATTERN, CURRENCY_PATTERN, MERCHANT_PATTERN
 from payledger.publish import Publication, PublicationDocument, PublicationError, iso_utc, publication_path, read_document, read_published_view, source_position
 
@@ -58,8 +59,9 @@ class Problem(Exception):
 class BalanceIndex:
     """One published version in memory: ``by_merchant[merchant_id]`` is the tuple of that merchant's
     entries (one per currency, sorted by currency), each ``(currency, entry)`` with the entry
-    already encoded as a JSON object (amounts as decimal strings in the currency's major unit,
-    times as ISO 8601 UTC), so that a request only joins bytes."""
+    already encoded as a JSON object (amounts as decimal strings in the currency's major unit with
+    its minor unit of decimals, ``currencies.format_amount``: ``100`` JPY, ``12.50`` USD; times as
+    ISO 8601 UTC), so that a request only joins bytes."""
 
     publication: Publication
     by_merchant: dict[str, tuple[tuple[str, bytes], ...]]
@@ -145,11 +147,11 @@ def _encoded_entries(rows, publication: Publication):
         '{"currency":',
         quoted(currency),
         ',"available":',
-        text(rows.column("available_balance")),
+        text(format_amounts(rows.column("available_balance"), currency)),
         ',"pending":',
-        text(rows.column("pending_balance")),
+        text(format_amounts(rows.column("pending_balance"), currency)),
         ',"reserve_hold":',
-        text(rows.column("reserve_hold")),
+        text(format_amounts(rows.column("reserve_hold"), currency)),
         ',"last_event_time":',
         time(rows.column("last_event_time")),
         ',"source_watermark":',
@@ -161,16 +163,12 @@ def _encoded_entries(rows, publication: Publication):
     return pc.cast(pc.binary_join_element_wise(*parts, ""), pa.binary())
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
 def _entry(row: dict[str, Any], publication: Publication) -> dict[str, Any]:
     return {
         "currency": row["currency"],
-        "available": _text(row["available_balance"]),
-        "pending": _text(row["pending_balance"]),
-        "reserve_hold": _text(row["reserve_hold"]),
+        "available": format_amount(row["available_balance"], row["currency"]),
+        "pending": format_amount(row["pending_balance"], row["currency"]),
+        "reserve_hold": format_amount(row["reserve_hold"], row["currency"]),
         "last_event_time": iso_utc(row["last_event_time"]),
         "source_watermark": row["source_watermark"],
         "policy_observed_at": iso_utc(row["policy_observed_at"]),
@@ -377,7 +375,7 @@ def create_app(balances: PublishedBalances, watch_interval_s: float = WATCH_INTE
         merchant_id: str, currency: str | None = Query(None), as_of_build: str | None = Query(None), key: ApiKey | None = Depends(caller)
     ) -> Response:
         """One entry per currency of the merchant's balances in the published version (or the
-        version ``as_of_build`` published): decimal strings in the currency's major unit."""
+        version ``as_of_build`` published): decimal strings in the currency's major unit, with its minor unit of decimals (100 JPY, 1.235 KWD, 12.50 USD)."""
         return Response(balances.balances(merchant_id, currency, as_of_build, key), media_type="application/json")
 
     @app.get("/v1/health", dependencies=[Depends(caller)])

@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -85,6 +86,7 @@ def three_builds(dbt, warehouse, after_first) -> tuple[list[str], list[History]]
 
 READER = """
 import json, sys, time, urllib.request
+from decimal import Decimal
 from pathlib import Path
 from payledger.publish import Publication, read_document, read_published_view
 fmt, location, warehouse, out, stop, api = sys.argv[1:7]
@@ -109,9 +111,14 @@ def committed_version():
     return Publication(fmt, location, snapshot, str(files[-1]), "", None, "")
 
 
+def money(value):
+    # An amount as text at the stored scale (four decimals), as as_state writes the reference's.
+    return str(Decimal(value).quantize(Decimal("0.0001")))
+
+
 def state(version):
     rows = read_published_view(version).to_pylist()
-    return sorted([r["merchant_id"], r["currency"], str(r["available_balance"]), str(r["pending_balance"]), str(r["reserve_hold"])] for r in rows)
+    return sorted([r["merchant_id"], r["currency"], money(r["available_balance"]), money(r["pending_balance"]), money(r["reserve_hold"])] for r in rows)
 
 
 def served(merchant_id):
@@ -206,9 +213,14 @@ class CommittedStateReader:
         return [json.loads(line) for line in (self.folder / "states.jsonl").read_text().splitlines()]
 
 
+def money(value) -> str:
+    """An amount as text at the stored scale (four decimals), as the reader writes the view's."""
+    return str(Decimal(value).quantize(Decimal("0.0001")))
+
+
 def as_state(balances_by_key) -> list[list]:
     """{(merchant_id, currency): (available, pending, reserve)} in the reader's line format."""
-    return sorted([m, c, str(a), str(p), str(r)] for (m, c), (a, p, r) in balances_by_key.items())
+    return sorted([m, c, money(a), money(p), money(r)] for (m, c), (a, p, r) in balances_by_key.items())
 
 
 def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, warehouse, tmp_path):
@@ -240,8 +252,15 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     answers = [read for read in observed if read["kind"] == "served"]
     assert all(len(answer["builds"]) == 1 for answer in answers), [a for a in answers if len(a["builds"]) != 1][:3]
     boundary_of = dict(zip(ids, boundaries, strict=True))
-    wrong = [a for a in answers if a["rows"] != [row[1:] for row in boundary_of[a["builds"][0]] if row[0] == a["merchant_id"]]]
+
+    def expected(answer):
+        return [row[1:] for row in boundary_of[answer["builds"][0]] if row[0] == answer["merchant_id"]]
+
+    wrong = [a for a in answers if [[r[0], *map(money, r[1:])] for r in a["rows"]] != expected(a)]
     assert not wrong, wrong[:3]
+    # Amounts are stored with four decimals and served with their currency's two (USD, EUR).
+    assert {r[0] for a in answers for r in a["rows"]} <= {"USD", "EUR"}
+    assert all(re.fullmatch(r"-?\d+\.\d\d", amount) for a in answers for r in a["rows"] for amount in r[1:]), answers[:3]
     assert list(dict.fromkeys(a["builds"][0] for a in answers)) == ids, "the server did not follow every publication"
 
     builds = {b.invocation_id: b for b in history.published_builds(spark)}

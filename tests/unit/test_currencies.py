@@ -56,3 +56,22 @@ def test_amounts_are_shown_with_their_currencys_minor_unit_by_either_formatter(a
 
     assert currencies.format_amount(Decimal(amount), currency) == shown
     assert currencies.format_amounts(pa.array([Decimal(amount), None], AMOUNT_TYPE), pa.array([currency, currency])).to_pylist() == [shown, None]
+
+
+def test_the_cli_shows_money_at_each_rows_currency_and_rates_as_stored():
+    """``payledger balance`` and ``explain`` output: a row's own currency wins over the document's;
+    a rate (``reserve_pct``) is not money."""
+    from payledger.cli import _amounts_shown
+
+    document = {
+        "currency": "KWD",
+        "totals": {"available_balance": Decimal("1.2350")},
+        "postings": [{"amount": Decimal("12.3450"), "reserve_pct": Decimal("0.0500")}],
+        "rejects": [{"currency": "JPY", "amount": Decimal("100.5000")}, {"currency": "USD", "amount": Decimal("7.0000")}],
+    }
+    assert _amounts_shown(document) == {
+        "currency": "KWD",
+        "totals": {"available_balance": "1.235"},
+        "postings": [{"amount": "12.345", "reserve_pct": Decimal("0.0500")}],
+        "rejects": [{"currency": "JPY", "amount": "100.5000"}, {"currency": "USD", "amount": "7.00"}],
+    }

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from payledger.apikeys import ApiKeys, digest, new_key
 from payledger.cli import main
+from payledger.contract import AMOUNT_TYPE
 from payledger.publish import Publication, record_failed_build, record_publication
 from payledger.serve import PublishedBalances, check_host, create_app
 from tests.asgi import uvicorn_in_thread
@@ -282,7 +283,7 @@ def test_a_malformed_key_file_is_refused_with_the_entry_named(tmp_path, content,
 
 def test_the_index_encodes_a_version_as_the_row_by_row_encoder_would():
     """Arrow's kernels build each entry's JSON; the bytes equal ``json.dumps`` of ``_entry``, for
-    nulls, negative and zero amounts, and times on and off the second. A currency JSON would need
+    nulls, negative and zero amounts at each minor unit, and times on and off the second. A currency JSON would need
     escaped is left to the row-by-row encoder."""
     import datetime as dt
 
@@ -292,10 +293,10 @@ def test_the_index_encodes_a_version_as_the_row_by_row_encoder_would():
     rows = pa.table(
         {
             "merchant_id": ["m1", "m1", "m2"],
-            "currency": ["USD", "EUR", "JPY"],
-            "available_balance": pa.array([Decimal("12.50"), Decimal("-3.10"), Decimal("0.00")], pa.decimal128(18, 2)),
-            "pending_balance": pa.array([Decimal("0.01"), None, Decimal("-0.00")], pa.decimal128(18, 2)),
-            "reserve_hold": pa.array([Decimal("1.25"), Decimal("0.10"), Decimal("100000000.00")], pa.decimal128(18, 2)),
+            "currency": ["USD", "KWD", "JPY"],
+            "available_balance": pa.array([Decimal("12.50"), Decimal("-3.105"), Decimal("0")], AMOUNT_TYPE),
+            "pending_balance": pa.array([Decimal("0.01"), None, Decimal("-0.00")], AMOUNT_TYPE),
+            "reserve_hold": pa.array([Decimal("1.25"), Decimal("0.1"), Decimal("100000000")], AMOUNT_TYPE),
             "last_event_time": when,
             "source_watermark": pa.array([41, None, 7], pa.int64()),
             "policy_observed_at": pa.array([None, when[0].as_py(), when[1].as_py()], pa.timestamp("us", tz="UTC")),
@@ -304,6 +305,9 @@ def test_the_index_encodes_a_version_as_the_row_by_row_encoder_would():
     publication = Publication("delta", "/v", 3, None, BUILD_A, 41, "2026-11-26T10:00:00+00:00")
     expected = [json.dumps(_entry(row, publication), separators=(",", ":")).encode() for row in rows.to_pylist()]
     assert _encoded_entries(rows, publication).to_pylist() == expected
+    # Each amount with its currency's minor unit of decimals (stored with four).
+    shown = [(e["available"], e["pending"], e["reserve_hold"]) for e in map(json.loads, expected)]
+    assert shown == [("12.50", "0.01", "1.25"), ("-3.105", None, "0.100"), ("0", "0", "100000000")]
     odd = rows.set_column(1, "currency", pa.array(["USD", 'E"R', "JPY"]))
     assert _encoded_entries(odd, publication) is None
 
