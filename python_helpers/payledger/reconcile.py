@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
+from payledger.currencies import format_amount
 from payledger.dbt import FULL_RECONCILIATION, run_dbt
 from payledger.locks import build_lock
 from payledger.spark import default_warehouse, get_spark
@@ -32,7 +34,8 @@ class Reconciliation:
     failures, is_full, status, reconciled_at; None when the test did not run), the tests' statuses
     (``tests``: name -> pass, fail, error, skipped or "not run") and the keys found wrong (``failures``: the
     stored failure rows, at most ``LISTED``, every value a string: amounts in the currency's major
-    unit as decimal strings) and dbt's ``errors`` (one line per failed node)."""
+    unit as decimal strings with its minor unit of decimals, ``currencies.format_amount``) and
+    dbt's ``errors`` (one line per failed node)."""
 
     success: bool
     invocation_id: str
@@ -70,7 +73,7 @@ def reconcile(full: bool = True, wait_s: float = 0.0) -> Reconciliation:
         failures = []
         if spark.catalog.tableExists(RECONCILIATION_FAILURES):
             failures = [
-                {name: None if value is None else str(value) for name, value in row.asDict().items()}
+                {name: _text(value, row["currency"]) for name, value in row.asDict().items()}
                 for row in spark.sql(f"select * from {RECONCILIATION_FAILURES} order by merchant_id, currency limit {LISTED}").collect()
             ]
     tests = {name: _status(invocation, name) for name in TESTS}
@@ -90,3 +93,10 @@ def _run_row(spark, invocation_id: str) -> dict[str, Any] | None:
         return None
     rows = spark.sql(f"select * from {RECONCILIATION_RUNS} where invocation_id = '{invocation_id}'").collect()
     return rows[0].asDict() if rows else None
+
+
+def _text(value: Any, currency: str | None) -> str | None:
+    """A failure row's value as a string; amounts (the row's only decimals) at ``currency``'s minor unit."""
+    if value is None:
+        return None
+    return format_amount(value, currency) if isinstance(value, Decimal) else str(value)

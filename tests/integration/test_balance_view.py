@@ -331,6 +331,8 @@ def test_rotating_reconciliation_names_a_wrong_untouched_key_within_n_builds_and
     every = project_vars()["reconcile_slices"]
     assert full.run["is_full"] and full.run["checked_slices"] == list(range(every)) and full.run["status"] == "fail"
     assert [(f["merchant_id"], f["currency"], f["reconciliation_slice"]) for f in full.failures] == [("m2", "USD", str(key_slice(warehouse, "m2", every)))]
+    # The report's amounts show the currency's minor unit (stored with four decimals).
+    assert (full.failures[0]["view_pending_balance"], full.failures[0]["replayed_pending_balance"]) == ("8.00", "7.00")
     # A slice count that is not a whole number from 1 to 4096 is refused before anything runs.
     refused = dbt("test", "--select", "assert_merchant_balance_current_reconciles", "--vars", '{"reconcile_slices": 0}', check=False)
     assert not refused.success and "reconcile_slices" in str(refused.failures() or refused.exception)
