@@ -75,7 +75,8 @@ def validation_reason(event: dict) -> str | None:
         return "missing_merchant_id"
     if event["event_type"] not in EVENT_TYPES:
         return "unknown_event_type"
-    if event["amount"] is None or event["amount"] <= 0:
+    # Stored as decimal(18,4): 14 integer digits once rounded to four decimals.
+    if event["amount"] is None or event["amount"] <= 0 or event["amount"].quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP) >= 10**14:
         return "invalid_amount"
     if event["currency"] is None or not CURRENCY.fullmatch(event["currency"]):
         return "invalid_currency"

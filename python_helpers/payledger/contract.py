@@ -1,7 +1,8 @@
 """The landing-table contract (schema ``payledger_raw``): column names, types and the event types.
 
 Source: issue "The main job end to end", section "Source contract". Amounts are decimals in the
-currency's major unit (``AMOUNT_TYPE``, decimal(18,4)); timestamps are UTC.
+currency's major unit (landed as ``LANDED_AMOUNT_TYPE``, stored by the models as ``AMOUNT_TYPE``,
+decimal(18,4)); timestamps are UTC.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ EVENT_TYPES: tuple[str, ...] = _seed_event_types()
 AMOUNT_TYPE = pa.decimal128(18, 4)
 #: ``AMOUNT_TYPE`` as Spark SQL writes it.
 AMOUNT_DDL = f"decimal({AMOUNT_TYPE.precision},{AMOUNT_TYPE.scale})"
+#: An amount as a file sends it, in the landing table: Spark's widest default decimal, so that an
+#: amount with more decimals than any currency has (``1.23456`` USD) or more integer digits than
+#: ``AMOUNT_TYPE`` holds lands as sent and the build rejects it with a reason (``amount_precision``,
+#: ``invalid_amount``). Only a value beyond this type (19 decimals, 21 integer digits) is refused.
+LANDED_AMOUNT_TYPE = pa.decimal128(38, 18)
+#: ``LANDED_AMOUNT_TYPE`` as Spark SQL writes it.
+LANDED_AMOUNT_DDL = f"decimal({LANDED_AMOUNT_TYPE.precision},{LANDED_AMOUNT_TYPE.scale})"
 PCT_TYPE = pa.decimal128(5, 4)
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
@@ -41,7 +49,7 @@ EVENT_FILE_SCHEMA = pa.schema(
         ("merchant_id", pa.string()),
         ("currency", pa.string()),
         ("event_type", pa.string()),
-        ("amount", AMOUNT_TYPE),
+        ("amount", LANDED_AMOUNT_TYPE),
         ("event_time", TIMESTAMP_TYPE),
     ]
 )
@@ -68,7 +76,7 @@ MERCHANT_FILE_SCHEMA = pa.schema(
 LANDING_TABLES: dict[str, tuple[str, pa.Schema, str | None]] = {
     "payment_events": (
         "event_id string, merchant_id string, currency string, event_type string, "
-        f"amount {AMOUNT_DDL}, event_time timestamp, ingested_at timestamp, ingest_seq bigint",
+        f"amount {LANDED_AMOUNT_DDL}, event_time timestamp, ingested_at timestamp, ingest_seq bigint",
         EVENT_FILE_SCHEMA,
         None,
     ),

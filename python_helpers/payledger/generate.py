@@ -1,8 +1,8 @@
 """Seeded synthetic PayLedger history: merchants, reserve policies and payment events as Parquet.
 
 Everything is vectorised with NumPy so that tens of millions of events take seconds per million.
-Amounts are decimals in the currency's major unit (whole cents: every currency here has two
-decimals); times are UTC.
+Amounts are decimals in the currency's major unit, written as decimal(18,2) as an export of these
+two-decimal currencies would (the loader widens them); times are UTC.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from payledger.contract import (
-    AMOUNT_TYPE,
     EVENT_FILE_SCHEMA,
     EVENT_TYPES,
     MERCHANT_FILE_SCHEMA,
@@ -41,6 +40,10 @@ SEGMENTS: tuple[str, ...] = (
     "healthcare",
 )
 CURRENCIES: tuple[str, ...] = ("USD", "EUR", "GBP", "CAD", "AUD")
+#: Amounts in the events file: whole cents, as an export of these two-decimal currencies writes them.
+FILE_AMOUNT_TYPE = pa.decimal128(18, 2)
+#: The events file's schema: the contract's columns (``EVENT_FILE_SCHEMA``), amounts as ``FILE_AMOUNT_TYPE``.
+GENERATED_EVENT_SCHEMA = EVENT_FILE_SCHEMA.set(EVENT_FILE_SCHEMA.get_field_index("amount"), pa.field("amount", FILE_AMOUNT_TYPE))
 #: Kinds of bad row the generator writes, one per reject reason that validation can detect.
 BAD_KINDS: tuple[str, ...] = (
     "missing_event_id",
@@ -260,8 +263,8 @@ def _event_batch(options: GenerateOptions, cols: dict[str, np.ndarray], bad_kind
             currency[i] = ("usd", "US", None)[variant]
         else:
             time_null[i] = True
-    amount = _scaled_decimal(cents * 10 ** (AMOUNT_TYPE.scale - 2), AMOUNT_TYPE.scale, AMOUNT_TYPE)  # cents -> the stored scale
-    amount = pc.if_else(pa.array(amount_null), pa.scalar(None, AMOUNT_TYPE), amount)
+    amount = _scaled_decimal(cents, 2, FILE_AMOUNT_TYPE)
+    amount = pc.if_else(pa.array(amount_null), pa.scalar(None, FILE_AMOUNT_TYPE), amount)
     times = pa.array(cols["event_time"][rows], pa.timestamp("us", tz="UTC"))
     times = pc.if_else(pa.array(time_null), pa.scalar(None, times.type), times)
     return pa.record_batch(
@@ -273,7 +276,7 @@ def _event_batch(options: GenerateOptions, cols: dict[str, np.ndarray], bad_kind
             amount,
             times,
         ],
-        schema=EVENT_FILE_SCHEMA,
+        schema=GENERATED_EVENT_SCHEMA,
     )
 
 
@@ -296,7 +299,7 @@ def generate(
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng([options.seed, 3])
     cols, order, bad_kind = _with_faults(options, rng, _events_arrays(options, rng, id_prefix))
-    with pq.ParquetWriter(out_dir / EVENT_FILE, EVENT_FILE_SCHEMA) as writer:
+    with pq.ParquetWriter(out_dir / EVENT_FILE, GENERATED_EVENT_SCHEMA) as writer:
         for start in range(0, len(order), options.batch_size):
             rows = order[start : start + options.batch_size]
             writer.write_batch(_event_batch(options, cols, bad_kind, rows, rng))
@@ -325,7 +328,7 @@ def generate_batch(options: GenerateOptions, history_file: Path, out_dir: Path, 
     n_resent = min(history.num_rows, max(1, int(fresh.num_rows * options.duplicate_rate)))
     resent = history.take(pa.array(rng.choice(history.num_rows, n_resent, replace=False)))
     conflicting = pa.array(rng.random(n_resent) < 0.2)
-    bumped = pc.add(resent["amount"], pa.scalar(1, AMOUNT_TYPE)).cast(AMOUNT_TYPE)
+    bumped = pc.add(resent["amount"], pa.scalar(1, FILE_AMOUNT_TYPE)).cast(FILE_AMOUNT_TYPE)
     resent = resent.set_column(4, "amount", pc.if_else(conflicting, bumped, resent["amount"]))
     combined = pa.concat_tables([resent, fresh]).combine_chunks()
     pq.write_table(combined, out_dir / EVENT_FILE)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from payledger.contract import AMOUNT_DDL, AMOUNT_TYPE, LANDING_TABLES, LOAD_LOG, LOAD_LOG_COLUMNS, RAW_SCHEMA
+from payledger.contract import LANDED_AMOUNT_DDL, LANDED_AMOUNT_TYPE, LANDING_TABLES, LOAD_LOG, LOAD_LOG_COLUMNS, RAW_SCHEMA
 from payledger.formats import session_format
 from payledger.locks import load_lock
 
@@ -253,9 +253,8 @@ def ensure_landing_tables(spark) -> None:
     The tables are in the session's table format (``formats.session_format``: Delta Lake on target
     ``local``, Iceberg on ``iceberg``), like every table dbt writes there.
 
-    A ``payment_events`` table whose amounts have a smaller scale than ``AMOUNT_TYPE`` (warehouses
-    created before amounts were stored at scale 4 hold decimal(18,2)) is rewritten first, see
-    ``_widen_amounts``.
+    A ``payment_events`` table whose amounts have a smaller scale than ``LANDED_AMOUNT_TYPE``
+    (warehouses created before it hold decimal(18,2)) is rewritten first, see ``_widen_amounts``.
     """
     using = session_format(spark)
     spark.sql(f"create database if not exists {RAW_SCHEMA}")
@@ -266,20 +265,20 @@ def ensure_landing_tables(spark) -> None:
 
 
 def _widen_amounts(spark, table: str, using: str) -> bool:
-    """Rewrite ``table`` with its ``amount`` column cast to ``AMOUNT_TYPE`` when the stored scale is
-    smaller (decimal(18,2) -> decimal(18,4): every stored value converts exactly; a value of 10^14
-    major units or more cannot, and raises ``LoadError`` before anything is written). One atomic
+    """Rewrite ``table`` with its ``amount`` column cast to ``LANDED_AMOUNT_TYPE`` when the stored
+    scale is smaller (decimal(18,2) -> decimal(38,18): every stored value converts exactly; one
+    that would not fit raises ``LoadError`` before anything is written). One atomic
     ``create or replace ... as select`` over the table itself, in the same format: the rows, their
     order of ``ingest_seq`` and every other column are kept, and the table's earlier versions stay
     in its history. Returns whether it rewrote. Callers hold the load lock."""
     amount = spark.table(table).schema["amount"].dataType
-    if amount.scale >= AMOUNT_TYPE.scale:
+    if amount.scale >= LANDED_AMOUNT_TYPE.scale:
         return False
-    limit = 10 ** (AMOUNT_TYPE.precision - AMOUNT_TYPE.scale)
+    limit = 10 ** (LANDED_AMOUNT_TYPE.precision - LANDED_AMOUNT_TYPE.scale)
     too_large = spark.sql(f"select count(*) as n from {table} where abs(amount) >= {limit}").first()["n"]
     if too_large:
-        raise LoadError(f"{table}: {too_large} stored amount(s) of {limit:,} major units or more do not fit {AMOUNT_DDL}")
-    columns = ", ".join(f"cast(amount as {AMOUNT_DDL}) as amount" if name == "amount" else f"`{name}`" for name in spark.table(table).columns)
+        raise LoadError(f"{table}: {too_large} stored amount(s) of {limit:,} major units or more do not fit {LANDED_AMOUNT_DDL}")
+    columns = ", ".join(f"cast(amount as {LANDED_AMOUNT_DDL}) as amount" if name == "amount" else f"`{name}`" for name in spark.table(table).columns)
     spark.sql(f"create or replace table {table} using {using} as select {columns} from {table}")
     return True
 

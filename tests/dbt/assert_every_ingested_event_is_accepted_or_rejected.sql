@@ -1,12 +1,15 @@
 {#-
     Conservation by count and by amount: accepted + rejected = ingested. Compares the landing table
     with the classification and with the rejects model; returns a row per measure that differs.
+    Amounts land as sent and the classification stores them as money_type(): the landed side is
+    summed after the same cast (a rejected amount with a fifth decimal is rounded, one beyond
+    14 integer digits is null; the landing table keeps both as sent).
 -#}
 
 with ingested as (
     select
         count(*) as event_rows,
-        sum(coalesce(amount, 0)) as amount_total
+        sum(coalesce(cast(amount as {{ money_type() }}), 0)) as amount_total
     from {{ ref('stg_payledger__payment_events') }}
 ),
 

@@ -219,6 +219,9 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
             event("b7", "m1", "capture_settled", "1.00", None),
             event("b8", "m3", "capture_settled", "100.50", "2026-04-01 00:00:00", currency="JPY"),
             event("b9", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="XYZ"),
+            # Land as sent (decimal(38,18)); no currency has five decimals, nor money_type 15 digits.
+            event("b10", "m1", "capture_settled", "1.23456", "2026-04-01 00:00:00"),
+            event("b11", "m1", "capture_settled", "123456789012345", "2026-04-01 00:00:00"),
             event("e11", "m3", "reserve_released", "1.00", "2026-04-10 00:00:00"),
             event("e12", "m3", "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
             event("e13", "m3", "chargeback_won", "2.00", "2026-04-12 00:00:00"),
@@ -227,6 +230,8 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     )
     dbt("build", *DATA_TESTS_SELECTION)
     history.assert_view_matches(warehouse)
+    landed = {r["event_id"]: r["amount"] for r in warehouse.rows("select event_id, amount from payledger_raw.payment_events where event_id in ('b10', 'b11')")}
+    assert landed == {"b10": Decimal("1.23456"), "b11": Decimal("123456789012345")}
     reasons = {r["rejection_reason"] for r in warehouse.rows("select rejection_reason from payledger.payment_event_rejects")}
     assert reasons == {
         "missing_event_id",

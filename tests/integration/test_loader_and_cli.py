@@ -81,8 +81,8 @@ def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name
 
 
 def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_then_three_decimals_load(warehouse, tmp_path):
-    """Landing tables made before amounts had scale 4 hold decimal(18,2): the next load rewrites the
-    events table at decimal(18,4), every row and ingest_seq kept, and its file's KWD 1.235 loads."""
+    """Landing tables made before amounts landed as decimal(38,18) hold decimal(18,2): the next load
+    rewrites the events table, every row and ingest_seq kept, and its file's KWD 1.235 loads."""
     from payledger.formats import session_format
 
     spark = warehouse.spark
@@ -98,7 +98,7 @@ def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_t
     path = tmp_path / "events.csv"
     path.write_text("event_id,merchant_id,currency,event_type,amount,event_time\nk1,m1,KWD,capture_settled,1.235,2026-10-01T12:00:00Z\n")
     assert load_file(spark, "payment_events", path, warehouse.warehouse) == 1
-    assert spark.table("payledger_raw.payment_events").schema["amount"].dataType.simpleString() == "decimal(18,4)"
+    assert spark.table("payledger_raw.payment_events").schema["amount"].dataType.simpleString() == "decimal(38,18)"
     rows = warehouse.rows("select event_id, amount, ingest_seq, cast(ingested_at as string) at from payledger_raw.payment_events order by ingest_seq")
     assert [(r["event_id"], r["amount"], r["ingest_seq"]) for r in rows] == [
         ("o1", Decimal("12.5"), 1),

@@ -85,7 +85,7 @@ EVENT_LINES = (
     '{"event_id": "e1", "merchant_id": "m1", "currency": "USD", "event_type": "capture_settled", "amount": 12.50,'
     ' "event_time": "2026-01-01T10:00:00+01:00"}\n'
     "\n"
-    '{"event_id": "e2", "merchant_id": "m1", "currency": "USD", "event_type": "payout_paid", "amount": "99999999999999.9999",'
+    '{"event_id": "e2", "merchant_id": "m1", "currency": "USD", "event_type": "payout_paid", "amount": "12345678901234567890.123456789012345678",'
     ' "event_time": "2026-01-01 11:00:00"}\n'
     '{"event_id": "e3", "merchant_id": 42, "currency": "USD", "event_type": "payout_paid", "amount": 0.1, "event_time": null}\n'
 )
@@ -103,7 +103,7 @@ def test_json_lines_events_load_with_the_types_of_csv(tmp_path, name):
     # Numbers keep their exact digits (never through a float); a number in a text column is text.
     assert [(r["event_id"], r["merchant_id"], r["amount"]) for r in got] == [
         ("e1", "m1", Decimal("12.50")),
-        ("e2", "m1", Decimal("99999999999999.9999")),  # the largest money_type amount
+        ("e2", "m1", Decimal("12345678901234567890.123456789012345678")),  # lands as sent; the build rejects it
         ("e3", "42", Decimal("0.10")),
     ]
     assert got[0]["event_time"] == dt.datetime(2026, 1, 1, 9, tzinfo=dt.UTC) and got[2]["event_time"] is None
@@ -116,9 +116,10 @@ def test_json_lines_events_load_with_the_types_of_csv(tmp_path, name):
         ('{"event_id": true}\n', "line 1, column event_id: a JSON bool"),
         ('{"event_id": "a", "amount": NaN}\n', "line 1 is not JSON: NaN is not a number"),
         ('{"event_id": "a", "extra": "x"}\n', "unexpected \\['extra'\\]"),
-        # Scale 4 holds every ISO 4217 minor unit; a fifth decimal, or a 15th integer digit, does not fit.
-        (EVENT_LINES.replace("12.50", "1.23456"), r"column amount .*cannot be read as decimal128\(18, 4\)"),
-        (EVENT_LINES.replace("12.50", "123456789012345"), r"column amount .*cannot be read as decimal128\(18, 4\)"),
+        # Amounts land as decimal(38,18) (the build rejects what no currency allows): a 19th decimal,
+        # or a 21st integer digit, is beyond it.
+        (EVENT_LINES.replace("12.50", "1.0000000000000000001"), r"column amount .*cannot be read as decimal128\(38, 18\)"),
+        (EVENT_LINES.replace("12.50", "123456789012345678901"), r"column amount .*cannot be read as decimal128\(38, 18\)"),
     ],
 )
 def test_bad_json_lines_are_refused_naming_the_line_or_column(tmp_path, content, message):

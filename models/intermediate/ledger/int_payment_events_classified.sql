@@ -47,7 +47,9 @@ validated as (
             when events.event_id is null or trim(events.event_id) = '' then 'missing_event_id'
             when events.merchant_id is null or trim(events.merchant_id) = '' then 'missing_merchant_id'
             when event_types.event_type is null then 'unknown_event_type'
-            when events.amount is null or events.amount <= 0 then 'invalid_amount'
+            {#- Beyond money_type()'s 14 integer digits the cast is null. #}
+            when events.amount is null or events.amount <= 0
+                or cast(events.amount as {{ money_type() }}) is null then 'invalid_amount'
             when events.currency is null
                 or not events.currency rlike '^{{ identifier_pattern("currency") }}$' then 'invalid_currency'
             when events.minor_unit is null then 'unknown_currency'
@@ -159,7 +161,9 @@ final as (
         event_type,
         rejection_reason,
         duplicate_of_ingest_seq,
-        amount,
+        {#- Exact for every accepted amount (validated above); a rejected one with more than four
+            decimals is rounded here, and payledger_raw.payment_events keeps it as sent. #}
+        cast(amount as {{ money_type() }}) as amount,
         rejection_reason is null as is_accepted,
         event_date,
         event_time,

@@ -10,7 +10,9 @@ renamed as (
         merchant_id,
         currency,
         event_type,
-        cast(amount as {{ money_type() }}) as amount,
+        {#- As landed (decimal(38,18)): int_payment_events_classified validates it against the
+            currency's minor unit and money_type(), then casts it. #}
+        amount,
         to_date(event_time) as event_date,
         event_time,
         ingested_at
