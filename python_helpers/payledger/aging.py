@@ -42,7 +42,7 @@ from payledger.load import load_file
 from payledger.maintain import DEFAULT_RETENTION_HOURS, FileCounts, file_counts
 from payledger.schedule import scheduled_build
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, stop_spark
-from payledger.warehouse import CANONICAL, CHECKPOINT, VIEW
+from payledger.warehouse import CANONICAL, CHECKPOINT, REJECTS, VIEW
 
 #: Tables whose files are counted after every build.
 WATCHED = {
@@ -90,11 +90,12 @@ def _cycle_peaks(counts: list[int]) -> list[int]:
     return peaks
 
 
-def aging_targets(builds: list[AgingBuild], reconciled: bool) -> list[dict]:
+def aging_targets(builds: list[AgingBuild], reconciled: bool, resent: dict | None = None) -> list[dict]:
     """The aging targets, each as ``{name, value, limit, met, detail}``: the last ten builds' median
     <= 1.2 x the first ten's; the view's data and delete files stay bounded: the peak of every later
     maintenance cycle <= 1.1 x the first cycle's (with no maintenance there is one cycle and no
-    bound: missed); the view reconciles at the end."""
+    bound: missed); the view reconciles at the end; with ``resent`` (``resend_first_day_event``'s
+    result), the re-delivered first-day event is an exact duplicate of its original."""
     first, last = [b.seconds for b in builds[:10]], [b.seconds for b in builds[-10:]]
     found = []
     ratio = _median(last) / _median(first) if _median(first) else None
@@ -120,7 +121,55 @@ def aging_targets(builds: list[AgingBuild], reconciled: bool) -> list[dict]:
             }
         )
     found.append({"name": "the view reconciles after the last build", "value": int(not reconciled), "limit": 0, "met": reconciled, "detail": ""})
+    if resent is not None:
+        caught = resent["rejection_reason"] == "exact_duplicate" and resent["duplicate_of_ingest_seq"] == resent["original_ingest_seq"]
+        found.append(
+            {
+                "name": f"a re-delivered event of the history's first day is an exact duplicate after {len(builds)} builds",
+                "value": int(not caught),
+                "limit": 0,
+                "met": caught,
+                "detail": f"{resent['event_id']}: {resent['rejection_reason']}, duplicate of ingest_seq"
+                f" {resent['duplicate_of_ingest_seq']} (original {resent['original_ingest_seq']})",
+            }
+        )
     return found
+
+
+def resend_first_day_event(spark, warehouse: Path, out_dir: Path) -> dict:
+    """Land again, unchanged, the accepted event with the earliest ``event_time`` (the history's
+    first day), run one scheduled build, and return how the build classified the copy:
+    ``{event_id, original_ingest_seq, ingest_seq, rejection_reason, duplicate_of_ingest_seq}``
+    (reason and original None when the copy is not among the rejects). Raises
+    ``scenario.BuildFailed`` when the build fails (issue 28: dedup however old the original)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from payledger.contract import EVENT_FILE_SCHEMA
+
+    columns = ", ".join(EVENT_FILE_SCHEMA.names)
+    first = spark.sql(f"select {columns}, ingest_seq from {CANONICAL} where is_accepted order by event_time, ingest_seq limit 1").first()
+    path = out_dir / "first_day_resend.parquet"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([{name: first[name] for name in EVENT_FILE_SCHEMA.names}], schema=EVENT_FILE_SCHEMA), path)
+    load_file(spark, "payment_events", path, warehouse)
+    records: list[dict] = []
+    scheduled_build(build_args=BUILD_ARGS, emit=records.append, maintain_every=0)
+    build = next(r for r in records if r["event"] == "build")
+    if not build["success"]:
+        raise scenario.BuildFailed(f"the build of the re-delivered event failed: {build['failures']}")
+    quoted = "'" + first["event_id"].replace("'", "''") + "'"
+    copy = spark.sql(
+        f"select ingest_seq, rejection_reason, duplicate_of_ingest_seq from {REJECTS}"
+        f" where event_id = {quoted} and ingest_seq > {first['ingest_seq']} order by ingest_seq desc limit 1"
+    ).first()
+    return {
+        "event_id": first["event_id"],
+        "original_ingest_seq": first["ingest_seq"],
+        "ingest_seq": copy["ingest_seq"] if copy else None,
+        "rejection_reason": copy["rejection_reason"] if copy else None,
+        "duplicate_of_ingest_seq": copy["duplicate_of_ingest_seq"] if copy else None,
+    }
 
 
 #: The small-build targets (issue 26) by table format: a warm build's median seconds, and its median
@@ -361,6 +410,8 @@ def run_aging(
             + f"; view files {view.data_files} data, {view.delete_files} delete"
         )
 
+    resent = resend_first_day_event(spark, warehouse, out_dir)
+    console.print(f"re-delivered first-day event {resent['event_id']}: {resent['rejection_reason']}")
     check = run_dbt("test", *FULL_RECONCILIATION)
     reconciled = bool(check.success)
     table_format = session_format(spark)
@@ -372,7 +423,7 @@ def run_aging(
     console.print(f"newcomer dbt builds ({NEWCOMER_EVENTS:,} events, {NEWCOMER_MERCHANTS} merchants, new processes): ", end="")
     newcomer = newcomer_builds(data_dir.parent / "bench_newcomer", warehouse.parent / "bench_newcomer")
     console.print(", ".join(f"{seconds:.1f}s" for seconds in newcomer))
-    found = aging_targets(done, reconciled) + small_build_targets(done, table_format, cold, newcomer)
+    found = aging_targets(done, reconciled, resent) + small_build_targets(done, table_format, cold, newcomer)
     figures = {
         "events": events,
         "merchants": merchants,
@@ -383,6 +434,7 @@ def run_aging(
         "builds": [asdict(b) for b in done],
         "reconciled": reconciled,
         "failures": check.failures(),
+        "first_day_resend": resent,
         "table_format": table_format,
         "cold_build_s": [round(seconds, 1) for seconds in cold],
         "newcomer_build_s": [round(seconds, 1) for seconds in newcomer],

@@ -53,6 +53,18 @@ def test_slower_last_builds_miss_the_median_target():
     assert not next(t for t in slower if "reconciles" in t["name"])["met"]
 
 
+@pytest.mark.parametrize(
+    ("reason", "duplicate_of", "met"),
+    [("exact_duplicate", 1, True), ("conflicting_duplicate", 1, False), ("exact_duplicate", 7, False), (None, None, False)],
+)
+def test_the_first_day_resend_is_met_only_as_an_exact_duplicate_of_its_original(reason, duplicate_of, met):
+    resent = {"event_id": "e1", "original_ingest_seq": 1, "ingest_seq": 99, "rejection_reason": reason, "duplicate_of_ingest_seq": duplicate_of}
+    found = aging_targets(builds([1] * 20, [30.0] * 20), reconciled=True, resent=resent)
+    target = next(t for t in found if "first day" in t["name"])
+    assert target["met"] is met and "after 20 builds" in target["name"], target
+    assert all("first day" not in t["name"] for t in aging_targets(builds([1] * 20, [30.0] * 20), reconciled=True))
+
+
 def test_small_build_targets_are_met_or_missed_by_their_limits():
     fast = [AgingBuild(n, 300, s, jobs, 100, 0.0, []) for n, (s, jobs) in enumerate([(8.0, 50), (9.0, 55), (30.0, 90)], start=1)]
     found = {t["name"]: t for t in small_build_targets(fast, "delta", cold=[35.0, 41.0], newcomer=[59.0])}
