@@ -140,7 +140,9 @@ def resend_first_day_event(spark, warehouse: Path, out_dir: Path) -> dict:
     """Land again, unchanged, the accepted event with the earliest ``event_time`` (the history's
     first day), run one scheduled build, and return how the build classified the copy:
     ``{event_id, original_ingest_seq, ingest_seq, rejection_reason, duplicate_of_ingest_seq}``
-    (reason and original None when the copy is not among the rejects). Raises
+    (the copy's ``ingest_seq``, reason and ``duplicate_of_ingest_seq`` None when it is not among
+    the rejects). The event's time comes back from Spark without a zone and is written as UTC, the
+    session's zone. Raises
     ``scenario.BuildFailed`` when the build fails (issue 28: dedup however old the original)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
