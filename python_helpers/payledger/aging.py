@@ -146,6 +146,7 @@ def resend_first_day_event(spark, warehouse: Path, out_dir: Path) -> dict:
     ``scenario.BuildFailed`` when the build fails (issue 28: dedup however old the original)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from pyspark.sql.functions import col
 
     from payledger.contract import EVENT_FILE_SCHEMA
 
@@ -160,11 +161,8 @@ def resend_first_day_event(spark, warehouse: Path, out_dir: Path) -> dict:
     build = next(r for r in records if r["event"] == "build")
     if not build["success"]:
         raise scenario.BuildFailed(f"the build of the re-delivered event failed: {build['failures']}")
-    quoted = "'" + first["event_id"].replace("'", "''") + "'"
-    copy = spark.sql(
-        f"select ingest_seq, rejection_reason, duplicate_of_ingest_seq from {REJECTS}"
-        f" where event_id = {quoted} and ingest_seq > {first['ingest_seq']} order by ingest_seq desc limit 1"
-    ).first()
+    copies = spark.table(REJECTS).where((col("event_id") == first["event_id"]) & (col("ingest_seq") > first["ingest_seq"]))
+    copy = copies.select("ingest_seq", "rejection_reason", "duplicate_of_ingest_seq").orderBy(col("ingest_seq").desc()).first()
     return {
         "event_id": first["event_id"],
         "original_ingest_seq": first["ingest_seq"],
