@@ -271,14 +271,15 @@ def _widen_amounts(spark, table: str, using: str) -> bool:
     ``create or replace ... as select`` over the table itself, in the same format: the rows, their
     order of ``ingest_seq`` and every other column are kept, and the table's earlier versions stay
     in its history. Returns whether it rewrote. Callers hold the load lock."""
-    amount = spark.table(table).schema["amount"].dataType
+    stored = spark.table(table)
+    amount = stored.schema["amount"].dataType
     if amount.scale >= LANDED_AMOUNT_TYPE.scale:
         return False
     limit = 10 ** (LANDED_AMOUNT_TYPE.precision - LANDED_AMOUNT_TYPE.scale)
     too_large = spark.sql(f"select count(*) as n from {table} where abs(amount) >= {limit}").first()["n"]
     if too_large:
         raise LoadError(f"{table}: {too_large} stored amount(s) of {limit:,} major units or more do not fit {LANDED_AMOUNT_DDL}")
-    columns = ", ".join(f"cast(amount as {LANDED_AMOUNT_DDL}) as amount" if name == "amount" else f"`{name}`" for name in spark.table(table).columns)
+    columns = ", ".join(f"cast(amount as {LANDED_AMOUNT_DDL}) as amount" if name == "amount" else f"`{name}`" for name in stored.columns)
     spark.sql(f"create or replace table {table} using {using} as select {columns} from {table}")
     return True
 
