@@ -274,6 +274,11 @@ class TableFormat:
         ``where``: (column, already checked string value), an equality filter."""
         raise NotImplementedError
 
+    def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
+        """``read_version`` of the table's latest committed version, found from its folder alone
+        (no catalog): what a reader beside a build sees."""
+        raise NotImplementedError
+
 
 class DeltaFormat(TableFormat):
     """Delta Lake 3.3: ``delta-spark``'s Python API and Delta's JVM classes in a session, ``deltalake``
@@ -387,6 +392,12 @@ class DeltaFormat(TableFormat):
         reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
         return pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader)
 
+    def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
+        """The log's latest version (``deltalake``)."""
+        from deltalake import DeltaTable
+
+        return self.read_version(location, DeltaTable(location).version(), None, columns, where)
+
 
 #: Delta's own default retention (``delta.deletedFileRetentionDuration``, 7 days): VACUUM refuses
 #: less unless its check is off.
@@ -482,8 +493,7 @@ class IcebergFormat(TableFormat):
         write time)."""
         from pyiceberg.table import StaticTable
 
-        metadata = max(Path(location, "metadata").glob("*.metadata.json"), key=lambda path: path.stat().st_mtime_ns)
-        files = StaticTable.from_metadata(str(metadata)).inspect.files()
+        files = StaticTable.from_metadata(_newest_metadata(location)).inspect.files()
         if files.num_rows == 0:
             return None
         bounds = [m["ingest_seq"]["upper_bound"] for m in files.column("readable_metrics").to_pylist() if m and m.get("ingest_seq")]
@@ -510,6 +520,20 @@ class IcebergFormat(TableFormat):
         row_filter = AlwaysTrue() if where is None else EqualTo(*where)
         reader = table.scan(row_filter=row_filter, selected_fields=columns, snapshot_id=version).to_arrow_batch_reader()
         return reader.schema, reader
+
+    def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
+        """The current snapshot of the newest ``metadata/*.metadata.json`` by write time."""
+        from pyiceberg.table import StaticTable
+
+        metadata = _newest_metadata(location)
+        snapshot = StaticTable.from_metadata(metadata).current_snapshot()
+        return self.read_version(location, None if snapshot is None else snapshot.snapshot_id, metadata, columns, where)
+
+
+def _newest_metadata(location: str) -> str:
+    """An Iceberg table folder's most recently written metadata file: the table's current state
+    (metadata files of a table dropped at the same location can stay behind, older)."""
+    return str(max(Path(location, "metadata").glob("*.metadata.json"), key=lambda path: path.stat().st_mtime_ns))
 
 
 #: Every format the package knows, by name (a unit test checks it against ``catalog_classes``).

@@ -211,6 +211,12 @@ def read_table_version(
     return _read_yielding(*format_named(table_format).read_version(location, version, metadata_file, columns, where))
 
 
+def read_table_current(table_format: str, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
+    """``read_table_version`` of the table's latest committed version, found from its folder
+    alone (``formats.TableFormat.read_current``): no Spark, no metastore."""
+    return _read_yielding(*format_named(table_format).read_current(location, columns, where))
+
+
 def _read_yielding(schema, batches):
     """A ``pyarrow.Table`` of ``batches``, yielding Python's lock after each one: reading a whole
     version in one call held it for 12-31 ms at 75,000 rows, which a server answering requests

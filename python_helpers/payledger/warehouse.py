@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from payledger.contract import RAW_SCHEMA
 
 # The relations Python reads by name, in one place (schemas as dbt_project.yml names them;
@@ -18,6 +20,11 @@ PUBLISHED_RELATION = "payledger.merchant_balance_published"
 CANONICAL = "payledger_intermediate.int_payment_events_classified"
 #: The daily checkpoint the view is summed from.
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
+#: The snapshots of merchant segments and reserve policies (dbt snapshots: every version kept).
+SEGMENT_SNAPSHOT = "payledger_snapshots.snp_payledger__merchants"
+POLICY_SNAPSHOT = "payledger_snapshots.snp_payledger__reserve_policies"
+#: The fold's posting rules per event type (the seed ``payment_event_types``).
+EVENT_TYPES = "payledger_reference.payment_event_types"
 #: The landing table of payment events (``payledger load events``): the source positions, ingest_seq.
 LANDING_EVENTS = f"{RAW_SCHEMA}.payment_events"
 #: The landing tables of merchants and reserve policies (current state, upserted).
@@ -27,6 +34,15 @@ LANDING_POLICIES = f"{RAW_SCHEMA}.reserve_policies"
 RECONCILIATION_FAILURES = "payledger_audit.merchant_balance_reconciliation_failures"
 #: One row per reconciliation: the slices it compared and its result (``record_reconciliation``).
 RECONCILIATION_RUNS = "payledger_audit.merchant_balance_reconciliation_runs"
+
+
+def folder_beside(location: str, relation: str) -> str:
+    """The folder of the managed table ``relation`` (``schema.name``) of the catalog that keeps
+    another managed table at ``location``: ``<warehouse folder>/<schema>.db/<name>``, the layout of
+    Spark's session catalog (Delta) and of Iceberg's Hive catalog alike. Lets a reader without the
+    metastore (Derby admits one process) find the tables beside the published view."""
+    schema, name = relation.split(".")
+    return str(Path(location).parent.parent / f"{schema}.db" / name)
 
 
 def project_relations(spark) -> dict[str, dict[str, list[str]]]:
