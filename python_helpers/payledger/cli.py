@@ -284,19 +284,23 @@ def _moment(build) -> str:
     return "the current version of the view" if build is None else f"the view as published by {build.describe()}"
 
 
-@main.command("balance")
-@click.argument("merchant_id")
-@click.option("--currency", help="Only this currency (ISO 4217).")
-@AS_OF_OPTION
-@BUILD_OPTION
-@HISTORY_FORMAT_OPTION
-@click.option(
+#: Where ``balance`` and ``explain`` read: the published versions' files, or Spark.
+ENGINE_OPTION = click.option(
     "--engine",
     type=click.Choice(["published", "spark"]),
     default="published",
     show_default=True,
     help="published: the publication's files, no JVM; spark: time travel on Spark, every build the audit recorded.",
 )
+
+
+@main.command("balance")
+@click.argument("merchant_id")
+@click.option("--currency", help="Only this currency (ISO 4217).")
+@AS_OF_OPTION
+@BUILD_OPTION
+@HISTORY_FORMAT_OPTION
+@ENGINE_OPTION
 def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime | None, build: str | None, fmt: str, engine: str) -> None:
     """MERCHANT_ID's balances as the view published them: now, at --as-of or by --build.
 
@@ -329,21 +333,31 @@ def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime |
 @BUILD_OPTION
 @click.option("--by", type=click.Choice(["event", "day"]), default="event", show_default=True, help="One line per posting, or per day.")
 @HISTORY_FORMAT_OPTION
-def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, build: str | None, by: str, fmt: str) -> None:
+@ENGINE_OPTION
+def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, build: str | None, by: str, fmt: str, engine: str) -> None:
     """The postings that make up MERCHANT_ID's CURRENCY balance, as of a build (the latest by default).
 
     Each accepted event with its available, pending and reserve deltas, the segment and reserve_pct
-    applied and the snapshot versions they came from (the models' own fold, post_payment_events),
-    then the totals against the view's row, then the merchant's rejected rows with their reasons.
-    Exit 1 when the totals differ from the view.
+    applied and the snapshot versions they came from, then the totals against the view's row, then
+    the merchant's rejected rows with their reasons. Exit 1 when the totals differ from the view.
+    By default without a JVM, for the published builds (as balance reads them): the tables' files,
+    posted in Python by the models' rules (payledger.postings). With --engine spark: the models'
+    own macro (post_payment_events) on Spark, for any build the audit recorded.
     """
     if as_of is not None and build is not None:
         raise click.UsageError("give --as-of or --build, not both")
     from payledger import history
     from payledger.currencies import format_amount
-    from payledger.spark import get_spark
 
-    result = _history_call(history.explain, get_spark(), merchant_id, currency, as_of=as_of, build=build, by=by)
+    if engine == "published":
+        from payledger.formats import target_format
+        from payledger.spark import default_warehouse
+
+        result = _history_call(history.published_explain, default_warehouse(), target_format(), merchant_id, currency, as_of=as_of, build=build, by=by)
+    else:
+        from payledger.spark import get_spark
+
+        result = _history_call(history.explain, get_spark(), merchant_id, currency, as_of=as_of, build=build, by=by)
     differences = result.differences()
     totals = {"line": "postings total", **result.totals}
     view = {"line": "view row", **{column: result.view_row[column] for column in result.totals}}

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from payledger.formats import Commit, readable_commits, table_commits, utc_from_micros
-from payledger.publish import VIEW_COLUMNS, Publication, PublicationError, read_document, read_published_view
+from payledger.publish import VIEW_COLUMNS, Publication, PublicationError, read_document, read_published_view, read_table_current
 from payledger.spark import project_vars
-from payledger.warehouse import AUDIT, VIEW
+from payledger.warehouse import AUDIT, CANONICAL, EVENT_TYPES, POLICY_SNAPSHOT, REJECTS, SEGMENT_SNAPSHOT, VIEW, folder_beside
 
 #: The forms of a merchant id, a currency and a build (dbt invocation id): dbt_project.yml's var
 #: ``identifier_patterns``, which the macros read too (``identifier_pattern``).
@@ -278,6 +278,8 @@ def _only_currency(rows: list[dict[str, Any]], merchant_id: str, currency: str |
     return picked
 
 
+#: The columns of a rejected row in an explanation (those of the macro ``balance_explain_rejects``).
+REJECT_COLUMNS = ("ingest_seq", "event_id", "currency", "event_type", "amount", "event_time", "rejection_reason", "duplicate_of_ingest_seq")
 #: The view's columns ``payledger balance`` prints (those of the macro ``balance_as_of``).
 BALANCE_COLUMNS = (*VIEW_COLUMNS, "written_by_invocation_id", "written_at")
 
@@ -313,6 +315,13 @@ def published_balance(
     the build or moment has no kept publication, its version is beyond the retained history, or
     the merchant (currency) had no balance in it; the message names the publications available.
     """
+    return _published_rows(warehouse, table_format, merchant_id, currency, as_of, build, now)[1]
+
+
+def _published_rows(
+    warehouse: Path, table_format: str, merchant_id: str, currency: str | None, as_of: dt.datetime | None, build: str | None, now: dt.datetime | None
+) -> tuple[Publication, Balance]:
+    """``published_balance`` with the publication it read."""
     check_key(merchant_id, currency)
     if build is not None:
         check_build_id(build)
@@ -333,7 +342,7 @@ def published_balance(
             f"{chosen.describe()} is beyond the retained history (maintenance keeps PAYLEDGER_RETENTION_HOURS of versions); {_available(readable)}"
         ) from None
     rows = [{column: _naive_utc(value) for column, value in row.items()} for row in rows]
-    return Balance(chosen, _only_currency(rows, merchant_id, currency, chosen))
+    return publication, Balance(chosen, _only_currency(rows, merchant_id, currency, chosen))
 
 
 def _opens(publication: Publication) -> bool:
@@ -412,3 +421,63 @@ def explain(
     )
     view_row = _only_currency(_rows(spark, queries["view"]), merchant_id, currency, chosen)[0]
     return Explanation(chosen, merchant_id, currency, by, _rows(spark, queries["postings"]), view_row, _rows(spark, queries["rejects"]))
+
+
+def published_explain(
+    warehouse: Path,
+    table_format: str,
+    merchant_id: str,
+    currency: str,
+    as_of: dt.datetime | None = None,
+    build: str | None = None,
+    by: str = "event",
+    now: dt.datetime | None = None,
+) -> Explanation:
+    """``explain`` without a JVM, for a *published* build (chosen as ``published_balance`` chooses
+    it): the view's row from the published version; the postings of the accepted events the build
+    had classified for the key (ingest_seq up to its events watermark), posted in Python
+    (``payledger.postings``, the rules of ``post_payment_events``) with the segment and policy
+    versions observed by its ``policy_observed_at``; the merchant's rejected rows up to the same
+    watermark. The events, snapshots, posting rules and rejects are read from the latest committed
+    version of their tables' files (``formats.TableFormat.read_current``), found beside the view
+    (``warehouse.folder_beside``): canonical events and snapshots only grow, and the watermark and
+    observation time bound them to what the build knew. Raises as ``published_balance`` does, and
+    ``ValueError`` for a ``by`` other than event or day.
+    """
+    from payledger import postings as fold
+
+    check_key(merchant_id, currency)
+    if by not in ("event", "day"):
+        raise ValueError(f"by must be event or day, got {by!r}")
+    publication, balance_rows = _published_rows(warehouse, table_format, merchant_id, currency, as_of, build, now)
+    chosen = balance_rows.build
+
+    def rows(relation: str, columns: tuple[str, ...], merchant: bool = True) -> list[dict[str, Any]]:
+        where = ("merchant_id", merchant_id) if merchant else None
+        read = read_table_current(table_format, folder_beside(publication.location, relation), columns, where)
+        return [{column: _naive_utc(value) for column, value in row.items()} for row in read.to_pylist()]
+
+    watermark = chosen.events_watermark
+    events = [
+        row
+        for row in rows(CANONICAL, ("event_id", "event_type", "amount", "currency", "event_date", "event_time", "ingest_seq", "is_accepted"))
+        if row["is_accepted"] and row["currency"] == currency and row["ingest_seq"] <= watermark
+    ]
+    # The models int_merchant_segment_versions and int_reserve_policy_versions: the snapshots'
+    # dbt_valid_from is when a version was observed.
+    segments = [
+        {**row, "observed_at": row.pop("dbt_valid_from")} for row in rows(SEGMENT_SNAPSHOT, ("segment", "segment_effective_from_date", "dbt_valid_from"))
+    ]
+    policies = [
+        {**row, "observed_at": row.pop("dbt_valid_from")}
+        for row in rows(POLICY_SNAPSHOT, ("segment", "reserve_pct", "effective_from_date", "dbt_valid_from"), merchant=False)
+    ]
+    rules = {row.pop("event_type"): row for row in rows(EVENT_TYPES, ("event_type", *fold.RULE_COLUMNS), merchant=False)}
+    observed_until = None if chosen.policy_observed_at is None else _naive_utc(chosen.policy_observed_at)
+    posted = fold.post_events(events, segments, policies, rules, observed_until)
+    postings = fold.by_day(posted) if by == "day" else [{column: posting[column] for column in fold.EVENT_COLUMNS} for posting in posted]
+    rejects = sorted(
+        (row for row in rows(REJECTS, REJECT_COLUMNS) if row["ingest_seq"] <= watermark),
+        key=lambda row: row["ingest_seq"],
+    )
+    return Explanation(chosen, merchant_id, currency, by, postings, balance_rows.rows[0], rejects)

@@ -315,10 +315,19 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
 
     # explain: postings of the latest build add up to the view for the keys touched by the late
     # event, the duplicate and the policy change; reserve_pct follows the as-of rules as known then.
+    # Without a JVM (payledger.postings, the default engine of payledger explain), an explanation
+    # of a published build is the same as the macros' on Spark, row for row.
+    table_format = os.environ["PAYLEDGER_FORMAT"]
+
+    def same_without_jvm(explained, merchant_id, currency, by="event"):
+        published = history.published_explain(warehouse.warehouse, table_format, merchant_id, currency, build=explained.build.invocation_id, by=by)
+        assert (published.postings, published.view_row, published.rejects) == (explained.postings, explained.view_row, explained.rejects)
+        assert published.build == explained.build
+        return explained
+
     latest, before_change = states[-1], states[1]
     for merchant_id, currency in (("r1", "USD"), ("t1", "USD"), ("r1", "EUR")):
-        explained = history.explain(spark, merchant_id, currency, target_path=target)
-        assert explained.build.invocation_id == replay.invocation_id, "the latest build by default"
+        explained = same_without_jvm(history.explain(spark, merchant_id, currency, build=ids[-1], target_path=target), merchant_id, currency)
         assert explained.differences() == {}, explained.differences()
         want = latest.expected()[(merchant_id, currency)]
         assert (explained.totals["available_balance"], explained.totals["pending_balance"], explained.totals["reserve_hold"]) == (
@@ -330,18 +339,22 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
             if posting["event_type"] == "funds_released":
                 day = posting["event_time"].date()
                 assert posting["reserve_pct"] == reference.reserve_pct(merchant_id, day, latest.segments, latest.policies), posting
-    r1 = {p["event_id"]: p for p in history.explain(spark, "r1", "USD", target_path=target).postings}
+    latest_r1 = history.explain(spark, "r1", "USD", target_path=target)
+    assert latest_r1.build.invocation_id == replay.invocation_id, "the latest build by default"
+    r1 = {p["event_id"]: p for p in latest_r1.postings}
     assert set(r1) == {"r1-c1", "r1-f1", "r1-f2", "r1-late"}, "the duplicate counts once, the late event counts"
     assert r1["r1-f2"]["reserve_pct"] == Decimal("0.2000") and r1["r1-f1"]["reserve_pct"] == Decimal("0.1000")
     assert r1["r1-f2"]["segment"] == "retail" and r1["r1-f2"]["policy_effective_from_date"] == dt.date(2026, 3, 5)
     # As of build 2 the raise was not known: the same release held 10%.
-    old = {p["event_id"]: p for p in history.explain(spark, "r1", "USD", build=ids[1], target_path=target).postings}
+    old = {p["event_id"]: p for p in same_without_jvm(history.explain(spark, "r1", "USD", build=ids[1], target_path=target), "r1", "USD").postings}
     assert old["r1-f2"]["reserve_pct"] == reference.reserve_pct("r1", dt.date(2026, 3, 10), before_change.segments, before_change.policies)
     assert old["r1-f2"]["reserve_pct"] == Decimal("0.1000")
-    rejects = history.explain(spark, "r1", "USD", target_path=target).rejects
+    rejects = latest_r1.rejects
     assert [(r["event_id"], r["rejection_reason"]) for r in rejects] == [("r1-f1", "exact_duplicate")]
-    assert history.explain(spark, "r1", "USD", build=ids[0], target_path=target).rejects == [], "build 1 had not seen the duplicate"
-    by_day = history.explain(spark, "r1", "USD", by="day", target_path=target)
+    assert same_without_jvm(history.explain(spark, "r1", "USD", build=ids[0], target_path=target), "r1", "USD").rejects == [], (
+        "build 1 had not seen the duplicate"
+    )
+    by_day = same_without_jvm(history.explain(spark, "r1", "USD", by="day", build=ids[-1], target_path=target), "r1", "USD", by="day")
     assert by_day.differences() == {} and [d["event_date"] for d in by_day.postings] == sorted(d["event_date"] for d in by_day.postings)
 
     # Errors: malformed values are usage errors (exit 2); a moment, build or key without a balance
@@ -380,6 +393,8 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     assert outcome.exit_code == 0 and json.loads(outcome.output) == document, (outcome.output, document)
     outcome = runner.invoke(main, ["explain", "r1", "USD", "--format", "json"])
     assert outcome.exit_code == 0 and json.loads(outcome.output)["matches_view"] is True, outcome.output
+    on_spark = runner.invoke(main, ["explain", "r1", "USD", "--build", ids[-1], "--format", "json", "--engine", "spark"])
+    assert on_spark.exit_code == 0 and json.loads(on_spark.output) == json.loads(outcome.output), (on_spark.output, outcome.output)
     outcome = runner.invoke(main, ["explain", "r1", "USD", "--format", "csv"])
     assert outcome.exit_code == 0, outcome.output
     lines = list(csv.DictReader(io.StringIO(outcome.stdout)))

@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 
 from payledger.formats import Commit, session_format, table_commits
+from payledger.history import published_explain
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
@@ -259,6 +260,14 @@ def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroact
     history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])
     dbt("build", *DATA_TESTS_SELECTION)
     history.assert_view_matches(warehouse)
+
+    # payledger explain without a JVM posts every key's events in Python (payledger.postings): after
+    # the retroactive change and the move, its totals equal the view (the reference fold's) on every
+    # key, and its holds round as the models do (JPY 0, KWD and BHD 3 decimals, half up).
+    published = {key: published_explain(warehouse.warehouse, session_format(warehouse.spark), *key) for key in view_rows(warehouse)}
+    assert {key: e.differences() for key, e in published.items() if e.differences()} == {}
+    held = {(key, p["event_id"]): p["hold_amount"] for key, e in published.items() for p in e.postings if p["event_type"] == "funds_released"}
+    assert (held[("m2", "KWD"), "k2"], held[("m2", "BHD"), "h2"], held[("m3", "JPY"), "j2"]) == (Decimal("0.617"), Decimal("0.247"), Decimal("26")), held
 
     # The example queries in the marts' descriptions (what dbt docs and dbt-score show) run as written.
     examples = mart_examples(json.loads((dbt.artefacts / "target" / "manifest.json").read_text()))
