@@ -3,10 +3,15 @@
 Every build that changes the view records, in ``payledger.balance_invalidations``, the view's
 version it published (``view_version``: Delta table version, Iceberg snapshot id) with its events
 watermark and the latest snapshot observation it knew (``policy_observed_at``). A moment maps to the
-last build whose version was committed by then; a build id maps to its version. The queries are the
-project's macros (``balance_as_of``, ``balance_explain``, ``balance_explain_rejects`` in
-``macros/history/``), compiled by dbt in this process and run on its Spark session, so an
-explanation posts events with the fold the models use (``post_payment_events``).
+last build whose version was committed by then; a build id maps to its version.
+
+Two ways to read: without a JVM (``published_balance``, ``published_explain``), from the files of
+the builds that published (``payledger.publish``), their postings made in Python by the models'
+rules (``payledger.postings``); and on Spark (``balance``, ``explain``), for any build the audit
+recorded, through the project's macros (``balance_as_of``, ``balance_explain``,
+``balance_explain_rejects`` in ``macros/history/``), compiled by dbt in this process and run on its
+Spark session, so that an explanation posts events with the fold the models use
+(``post_payment_events``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ from typing import Any
 from payledger.contract import AMOUNT_TYPE
 from payledger.currencies import MINOR_UNITS, OTHERWISE_DECIMALS
 
-#: One unit of the last stored decimal of an amount (scale 4) and of a rate (decimal(5, 4)).
-_AMOUNT_QUANTUM = Decimal(1).scaleb(-AMOUNT_TYPE.scale)
+#: One unit of the last stored decimal of a rate (``reserve_pct``, decimal(5, 4)).
 _RATE_QUANTUM = Decimal("0.0001")
 #: The seed's coefficients, in the order of the balances they move.
 RULE_COLUMNS = ("available_per_amount", "available_per_hold", "pending_per_amount", "reserve_per_amount", "reserve_per_hold")
