@@ -383,20 +383,25 @@ class DeltaFormat(TableFormat):
 
     def read_version(self, location: str, version: int, metadata_file: str | None, columns: tuple[str, ...], where: tuple[str, str] | None):
         """Through ``deltalake``'s SQL engine, which applies deletion vectors."""
+        from deltalake import DeltaTable
+
+        return self._query(DeltaTable(location, version=version), columns, where)
+
+    def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
+        """The log's latest version (``deltalake``), its log read once."""
+        from deltalake import DeltaTable
+
+        return self._query(DeltaTable(location), columns, where)
+
+    @staticmethod
+    def _query(table, columns: tuple[str, ...], where: tuple[str, str] | None):
         import pyarrow as pa
-        from deltalake import DeltaTable, QueryBuilder
+        from deltalake import QueryBuilder
 
         clause = "" if where is None else f" where {where[0]} = '{where[1]}'"
-        table = DeltaTable(location, version=version)
         # arro3 batches, read by pyarrow through the Arrow C interface.
         reader = QueryBuilder().register("v", table).execute(f"select {', '.join(columns)} from v{clause}")
         return pa.schema(reader.schema), (pa.record_batch(batch) for batch in reader)
-
-    def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
-        """The log's latest version (``deltalake``)."""
-        from deltalake import DeltaTable
-
-        return self.read_version(location, DeltaTable(location).version(), None, columns, where)
 
 
 #: Delta's own default retention (``delta.deletedFileRetentionDuration``, 7 days): VACUUM refuses
@@ -522,12 +527,9 @@ class IcebergFormat(TableFormat):
         return reader.schema, reader
 
     def read_current(self, location: str, columns: tuple[str, ...], where: tuple[str, str] | None = None):
-        """The current snapshot of the newest ``metadata/*.metadata.json`` by write time."""
-        from pyiceberg.table import StaticTable
-
-        metadata = _newest_metadata(location)
-        snapshot = StaticTable.from_metadata(metadata).current_snapshot()
-        return self.read_version(location, None if snapshot is None else snapshot.snapshot_id, metadata, columns, where)
+        """The current snapshot of the newest ``metadata/*.metadata.json`` by write time (a scan
+        without a snapshot id reads the current one)."""
+        return self.read_version(location, None, _newest_metadata(location), columns, where)
 
 
 def _newest_metadata(location: str) -> str:
