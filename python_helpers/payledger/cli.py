@@ -201,6 +201,19 @@ def _history_call(function, *args, **kwargs):
         raise click.UsageError(str(error)) from None
 
 
+def _history_read(engine: str, published, on_spark, *args, **kwargs):
+    """``_history_call`` of ``published(warehouse, table format, ...)`` (no JVM) or, with engine
+    spark, of ``on_spark(spark, ...)``."""
+    if engine == "published":
+        from payledger.formats import target_format
+        from payledger.spark import default_warehouse
+
+        return _history_call(published, default_warehouse(), target_format(), *args, **kwargs)
+    from payledger.spark import get_spark
+
+    return _history_call(on_spark, get_spark(), *args, **kwargs)
+
+
 def _published(build) -> dict | None:
     if build is None:
         return None
@@ -314,15 +327,7 @@ def balance_command(merchant_id: str, currency: str | None, as_of: dt.datetime |
         raise click.UsageError("give --as-of or --build, not both")
     from payledger import history
 
-    if engine == "published":
-        from payledger.formats import target_format
-        from payledger.spark import default_warehouse
-
-        result = _history_call(history.published_balance, default_warehouse(), target_format(), merchant_id, currency, as_of=as_of, build=build)
-    else:
-        from payledger.spark import get_spark
-
-        result = _history_call(history.balance, get_spark(), merchant_id, currency, as_of=as_of, build=build)
+    result = _history_read(engine, history.published_balance, history.balance, merchant_id, currency, as_of=as_of, build=build)
     _emit(fmt, _moment(result.build), [("balances", result.rows)], {"build": _published(result.build), "rows": result.rows})
 
 
@@ -349,15 +354,7 @@ def explain_command(merchant_id: str, currency: str, as_of: dt.datetime | None, 
     from payledger import history
     from payledger.currencies import format_amount
 
-    if engine == "published":
-        from payledger.formats import target_format
-        from payledger.spark import default_warehouse
-
-        result = _history_call(history.published_explain, default_warehouse(), target_format(), merchant_id, currency, as_of=as_of, build=build, by=by)
-    else:
-        from payledger.spark import get_spark
-
-        result = _history_call(history.explain, get_spark(), merchant_id, currency, as_of=as_of, build=build, by=by)
+    result = _history_read(engine, history.published_explain, history.explain, merchant_id, currency, as_of=as_of, build=build, by=by)
     differences = result.differences()
     totals = {"line": "postings total", **result.totals}
     view = {"line": "view row", **{column: result.view_row[column] for column in result.totals}}
