@@ -451,7 +451,6 @@ def published_explain(
     """
     from payledger import postings as fold
 
-    check_key(merchant_id, currency)
     if by not in ("event", "day"):
         raise ValueError(f"by must be event or day, got {by!r}")
     publication, balance_rows = _published_rows(warehouse, table_format, merchant_id, currency, as_of, build, now)
