@@ -275,10 +275,14 @@ def _widen_amounts(spark, table: str, using: str) -> bool:
     amount = stored.schema["amount"].dataType
     if amount.scale >= LANDED_AMOUNT_TYPE.scale:
         return False
-    limit = 10 ** (LANDED_AMOUNT_TYPE.precision - LANDED_AMOUNT_TYPE.scale)
-    too_large = spark.sql(f"select count(*) as n from {table} where abs(amount) >= {limit}").first()["n"]
-    if too_large:
-        raise LoadError(f"{table}: {too_large} stored amount(s) of {limit:,} major units or more do not fit {LANDED_AMOUNT_DDL}")
+    integer_digits = LANDED_AMOUNT_TYPE.precision - LANDED_AMOUNT_TYPE.scale
+    # Only a stored type with more integer digits can hold a value that does not fit (the cast
+    # would make it null): scan for one only then (decimal(18,2) has 16, against 20).
+    if amount.precision - amount.scale > integer_digits:
+        limit = 10**integer_digits
+        too_large = spark.sql(f"select count(*) as n from {table} where abs(amount) >= {limit}").first()["n"]
+        if too_large:
+            raise LoadError(f"{table}: {too_large} stored amount(s) of {limit:,} major units or more do not fit {LANDED_AMOUNT_DDL}")
     columns = ", ".join(f"cast(amount as {LANDED_AMOUNT_DDL}) as amount" if name == "amount" else f"`{name}`" for name in stored.columns)
     spark.sql(f"create or replace table {table} using {using} as select {columns} from {table}")
     return True
