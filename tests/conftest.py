@@ -26,6 +26,7 @@ os.environ.setdefault("PAYLEDGER_DRIVER_MEMORY", "4g")
 # task per stage is only scheduling. Six tiny Delta builds in one process on the idle machine took
 # 261 s and 279 s (431 and 466 CPU-seconds) in two runs, against 295 s and 312 s (496 and 509) with 2.
 os.environ.setdefault("PAYLEDGER_SHUFFLE_PARTITIONS", "1")
+os.environ.setdefault("PAYLEDGER_SNAPSHOT_PARTITIONS", "1")
 # Tiny data: compiling generated code and adaptive re-planning cost more than they save.
 os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
 os.environ.setdefault("PAYLEDGER_ADAPTIVE", "false")
