@@ -123,12 +123,13 @@ def stop_spark() -> None:
     if active is not None:
         active.stop()
     gateway = SparkContext._gateway
+    if gateway is not None:
+        # py4j frees the JVM side of every Java proxy Python collects later, unless the client is
+        # marked disconnected (GatewayClient.garbage_collect_object checks is_connected); with the
+        # JVM exiting or gone, each attempt logged an ERROR with a traceback. Marked before the JVM
+        # is told to exit: a collection while it exits logged "Answer from Java side is empty".
+        gateway._gateway_client.is_connected = False
     process = getattr(gateway, "proc", None)
     if process is not None and process.poll() is None:
         process.stdin.close()
         process.wait(timeout=120)
-    if gateway is not None:
-        # py4j frees the JVM side of every Java proxy Python collects later, unless the client is
-        # marked disconnected (GatewayClient.garbage_collect_object checks is_connected); with the
-        # JVM gone, each attempt logged an ERROR with a traceback.
-        gateway._gateway_client.is_connected = False
