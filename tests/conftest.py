@@ -174,7 +174,7 @@ def spark(table_format):
     # PySpark launched the JVM with the first session's settings as `--conf`, which Spark keeps as
     # system properties, and a later session's SparkConf loads them: without this, an Iceberg
     # session started after a Delta one would keep Delta's settings its profile does not name.
-    for key in set(spark_conf("local")) | set(spark_conf("iceberg")):
+    for key in set(spark_conf("delta")) | set(spark_conf("iceberg")):
         jvm.java.lang.System.clearProperty(key)
 
 

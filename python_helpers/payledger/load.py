@@ -251,7 +251,7 @@ def ensure_landing_tables(spark) -> None:
     """Create schema ``payledger_raw``, its three landing tables and ``load_log`` when they do not exist.
 
     The tables are in the session's table format (``formats.session_format``: Delta Lake on target
-    ``local``, Iceberg on ``iceberg``), like every table dbt writes there.
+    ``delta``, Iceberg on ``iceberg``), like every table dbt writes there.
 
     A ``payment_events`` table whose amounts have a smaller scale than ``LANDED_AMOUNT_TYPE``
     (warehouses created before it hold decimal(18,2)) is rewritten first, see ``_widen_amounts``.

@@ -64,7 +64,7 @@ def profile_targets() -> list[str]:
 
 def default_target() -> str:
     """The dbt target the CLI uses: the profile's default, rendered as dbt renders it
-    (``$PAYLEDGER_TARGET``, else ``iceberg`` when ``PAYLEDGER_FORMAT=iceberg``, else ``local``)."""
+    (``$PAYLEDGER_TARGET``, else the target named after ``$PAYLEDGER_FORMAT``, else ``delta``)."""
     return _render(_profile()["target"])
 
 

@@ -3,7 +3,7 @@
 The pip distribution ships the ``spark-hive-thriftserver`` jar but no ``sbin/start-thriftserver.sh``:
 ``start`` runs ``spark-submit --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
 spark-internal`` itself, in the table format ``PAYLEDGER_FORMAT`` names (``delta``, the default, or
-``iceberg``): with the Spark configuration of the embedded target of that format (``local`` or
+``iceberg``): with the Spark configuration of the embedded target of that format (``delta`` or
 ``iceberg``: same catalog, same warehouse), that format's jars on the driver class path, and the
 server bound to 127.0.0.1; ``dbt --target thrift`` reads the same variable for its tables'
 format. With ``standalone=True`` it first starts ``bin/spark-class`` Master and Worker on 127.0.0.1

@@ -18,7 +18,7 @@ import yaml
 execute = False
 invocation_id = "00000000-0000-0000-0000-000000000000"
 run_started_at = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-target = types.SimpleNamespace(name="local", type="spark", schema="payledger")
+target = types.SimpleNamespace(name="delta", type="spark", schema="payledger")
 modules = types.SimpleNamespace(datetime=datetime, re=re, itertools=itertools)
 
 

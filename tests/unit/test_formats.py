@@ -8,19 +8,23 @@ import re
 import subprocess
 from pathlib import Path
 
-from payledger import formats
+from payledger import formats, spark
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The issue's check, and the same comparisons in Python's spelling (``== DELTA``).
 BRANCH = r"""== *'iceberg'|== *"iceberg"|== *'delta'|== *"delta"|is_delta|is_iceberg|[!=]= *(DELTA|ICEBERG)\b"""
 
 
-def test_python_knows_each_format_that_dbt_project_lists_and_each_has_an_embedded_target():
+def test_python_knows_each_format_that_dbt_project_lists_and_each_names_its_embedded_target(monkeypatch):
     listed = formats.catalog_classes()
     assert set(formats.FORMATS) == set(listed), (formats.FORMATS, listed)
+    monkeypatch.delenv("PAYLEDGER_TARGET", raising=False)
     for name in listed:
-        target = formats.format_named(name).target
-        assert formats.target_format(target) == name, (name, target)
+        # PAYLEDGER_FORMAT names the profile's default target: profiles.yml keeps no map of its own.
+        monkeypatch.setenv("PAYLEDGER_FORMAT", name)
+        assert spark.default_target() == name
+        assert formats.target_format() == name
+        assert formats.format_named(name).target == name
 
 
 def test_every_format_defines_every_variant_that_format_variant_dispatches():
