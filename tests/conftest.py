@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger-tests-"))
@@ -60,9 +61,11 @@ CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_
 # 28.5/27.6/30.3 s after three Delta builds in the same JVM, 53.3/40.0/34.7 s in a new one), and
 # the two formats' tests share one schedule. The choice is kept in PAYLEDGER_TEST_FORMATS, which
 # xdist's workers inherit (PAYLEDGER_FORMAT itself is set to each test's format as it runs).
-FORMATS = tuple(os.environ.setdefault("PAYLEDGER_TEST_FORMATS", os.environ.get("PAYLEDGER_FORMAT") or "delta,iceberg").split(","))
-if not FORMATS or set(FORMATS) - {"delta", "iceberg"}:
-    raise pytest.UsageError(f"PAYLEDGER_FORMAT must be delta or iceberg, got {','.join(FORMATS)!r}")
+# The formats are dbt_project.yml's one list (var table_format_catalogs), the default first.
+KNOWN_FORMATS = tuple(yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["table_format_catalogs"])
+FORMATS = tuple(os.environ.setdefault("PAYLEDGER_TEST_FORMATS", os.environ.get("PAYLEDGER_FORMAT") or ",".join(KNOWN_FORMATS)).split(","))
+if not FORMATS or set(FORMATS) - set(KNOWN_FORMATS):
+    raise pytest.UsageError(f"PAYLEDGER_FORMAT must be one of {', '.join(KNOWN_FORMATS)}, got {','.join(FORMATS)!r}")
 os.environ.setdefault("PAYLEDGER_FORMAT", FORMATS[0])
 # With both formats, the differential test's Iceberg run builds this many of its examples (the Delta
 # run builds them all): the format-neutral fold is the Delta run's to cover.
@@ -174,7 +177,7 @@ def spark(table_format):
     # PySpark launched the JVM with the first session's settings as `--conf`, which Spark keeps as
     # system properties, and a later session's SparkConf loads them: without this, an Iceberg
     # session started after a Delta one would keep Delta's settings its profile does not name.
-    for key in set(spark_conf("delta")) | set(spark_conf("iceberg")):
+    for key in {key for name in KNOWN_FORMATS for key in spark_conf(name)}:
         jvm.java.lang.System.clearProperty(key)
 
 
