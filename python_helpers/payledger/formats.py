@@ -8,8 +8,8 @@ chosen by ``format_variant``). The list of formats and the catalog class of each
 ``dbt_project.yml``'s var ``table_format_catalogs``, read by both sides (``catalog_classes``). The
 format of a Spark session is read from the session itself (the class that owns ``spark_catalog``),
 so nothing here repeats the rule that picks a target's format (``dbt_project.yml``, var
-``table_format``). A third format is a third subclass, its entry in ``table_format_catalogs`` and
-its macros.
+``table_format``). A third format is a third subclass, its entry in ``table_format_catalogs``, its
+macros, and its embedded target in ``profiles/profiles.yml``, named after it.
 """
 
 from __future__ import annotations
