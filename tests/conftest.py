@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger-tests-"))
@@ -61,8 +60,11 @@ CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_
 # 28.5/27.6/30.3 s after three Delta builds in the same JVM, 53.3/40.0/34.7 s in a new one), and
 # the two formats' tests share one schedule. The choice is kept in PAYLEDGER_TEST_FORMATS, which
 # xdist's workers inherit (PAYLEDGER_FORMAT itself is set to each test's format as it runs).
-# The formats are dbt_project.yml's one list (var table_format_catalogs), the default first.
-KNOWN_FORMATS = tuple(yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["table_format_catalogs"])
+# The formats are dbt_project.yml's one list (var table_format_catalogs), the default first, as
+# payledger.formats reads it (no Spark or dbt import: the environment above is already set).
+from payledger.formats import catalog_classes  # noqa: E402
+
+KNOWN_FORMATS = tuple(catalog_classes())
 FORMATS = tuple(os.environ.setdefault("PAYLEDGER_TEST_FORMATS", os.environ.get("PAYLEDGER_FORMAT") or ",".join(KNOWN_FORMATS)).split(","))
 if not FORMATS or set(FORMATS) - set(KNOWN_FORMATS):
     raise pytest.UsageError(f"PAYLEDGER_FORMAT must be one of {', '.join(KNOWN_FORMATS)}, got {','.join(FORMATS)!r}")
