@@ -10,7 +10,8 @@ published (kept for the next run with the same sizes). Then, each against 127.0.
 - idle: ``wrk`` (one thread, ``connections`` connections, a Lua script drawing merchants at random
   from the published view) for ``seconds``: requests per second, p50/p99/max latency, errors;
 - under a build: a new batch is loaded and built (with its tests) in this process, its Spark JVM
-  at niceness ``build_nice`` (as the README's ``nice -n 10 payledger build``), while ``wrk`` runs
+  and the build's Python thread (dbt's parse and compile, and the threads it starts) at niceness
+  ``build_nice`` (as the README's ``nice -n 10 payledger build``), while ``wrk`` runs
   in slices of ``SLICE_S`` seconds until the server serves the build's publication; reported per
   slice and over all of them (requests per second overall, the worst slice's p99);
 - ``payledger balance MERCHANT_ID`` from a new process, ``CLI_RUNS`` times, each wall time.
@@ -322,6 +323,11 @@ def run_bench_serve(
         outcome: dict = {}
 
         def build() -> None:
+            # dbt's Python side (parse, compile, its node threads, which inherit this thread's
+            # niceness) at the build's niceness too: `nice -n N payledger build` lowers the whole
+            # process, not only its JVM.
+            if build_nice:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), build_nice)
             started = time.monotonic()
             try:
                 load_file(spark, "payment_events", batch / EVENT_FILE, warehouse)
