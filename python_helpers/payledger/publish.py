@@ -22,7 +22,7 @@ small JSON document beside the tables, ``<warehouse>/published/<format>/merchant
 The document is replaced whole (a temporary file in the same folder, flushed and fsynced, then
 ``os.replace``), so a reader finds the old document or the new one, never a mix. Readers open the
 published version from the table's own files, without Spark or the metastore
-(``read_published_view``: ``deltalake`` for Delta, ``pyiceberg`` for Iceberg).
+(``read_published_view``: ``deltalake`` for Delta, DuckDB's ``iceberg`` extension for Iceberg).
 """
 
 from __future__ import annotations
@@ -205,8 +205,9 @@ def read_table_version(
 ):
     """``columns`` of one committed version of a table, as a ``pyarrow.Table``, from its files
     (no Spark): Delta through ``deltalake`` (its SQL engine reads deletion vectors), Iceberg through
-    ``pyiceberg`` from ``metadata_file`` (position deletes applied). ``where``: (column, string
-    value), an equality filter (the value must already be checked: it is quoted, not escaped).
+    DuckDB's ``iceberg_scan`` from ``metadata_file`` (position deletes applied). ``where``: (column,
+    string value), an equality filter (the value must already be checked: on Delta it is quoted,
+    not escaped).
     Raises the readers' own errors, for example when retention removed the version's files."""
     return _read_yielding(*format_named(table_format).read_version(location, version, metadata_file, columns, where))
 
@@ -250,7 +251,7 @@ def read_published_view(publication: Publication, merchant_id: str | None = None
             columns,
             None if merchant_id is None else ("merchant_id", merchant_id),
         )
-    except Exception as error:  # deltalake and pyiceberg raise their own error types
+    except Exception as error:  # deltalake and DuckDB raise their own error types
         raise PublicationError(f"cannot read version {publication.readable_version} of {VIEW} at {publication.location}: {error}") from error
 
 
