@@ -22,6 +22,7 @@ missed. Timings are measured, never asserted in tests.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import random
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -67,7 +68,9 @@ end
 @dataclass(frozen=True)
 class LoadResult:
     """One ``wrk`` run: ``requests`` answered in ``seconds``, ``errors`` (connection errors,
-    timeouts and non-2xx answers), latency percentiles in milliseconds."""
+    timeouts and non-2xx answers), latency percentiles in milliseconds; ``started_at``: when the
+    run started (ISO 8601 UTC; None for a sum of runs), to line a slow slice up with the build's
+    log (``logs/dbt.log``)."""
 
     requests: int
     seconds: float
@@ -75,6 +78,7 @@ class LoadResult:
     p50_ms: float
     p99_ms: float
     max_ms: float
+    started_at: str | None = None
 
     @property
     def rps(self) -> float:
@@ -229,8 +233,9 @@ def run_wrk(port: int, script: Path, seconds: float, connections: int) -> LoadRe
     if wrk is None:
         raise RuntimeError("wrk is not installed (make setup installs it from Debian's packages)")
     argv = [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "2s", "-s", str(script), f"http://127.0.0.1:{port}"]
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    return LoadResult.parse(done.stdout + done.stderr)
+    return replace(LoadResult.parse(done.stdout + done.stderr), started_at=started)
 
 
 def _ensure_published(spark, console: Console, data_dir: Path, events: int, merchants: int) -> Path:
