@@ -52,8 +52,8 @@ def keep_out_of_collections() -> None:
     """Move every object alive now (the modules, an index just loaded) out of reach of Python's
     cyclic garbage collector (``gc.freeze``), after a young collection (0.1 ms) frees the recent
     cycles. A full collection walks every tracked object holding Python's lock: 39-47 ms in a
-    process with one 81,647-key index and the server's libraries, which requests queued behind
-    (slices of 15.9-50.8 ms p99 in ``make bench-serve`` on Delta at 30M); after a freeze, 0.01 ms.
+    process with one 81,647-key index and the server's libraries, while requests waited (slices
+    of 15.9-50.8 ms p99 in ``make bench-serve`` on Delta at 30M); after a freeze, 0.01 ms.
     Frozen objects are still freed by reference counting: an index holds no reference cycles, so a
     replaced one is freed as before (``gc.collect`` then took 1.6 ms)."""
     gc.collect(1)
