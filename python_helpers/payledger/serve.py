@@ -431,10 +431,43 @@ def check_host(host: str, keys: ApiKeys | None = None) -> None:
         raise ValueError(f"refusing to listen on {host} without API keys (--api-keys): without them the balance API serves loopback (127.0.0.1) only")
 
 
+def access_log_off_the_loop():
+    """Configure logging as uvicorn's defaults do (``uvicorn.config.LOGGING_CONFIG``: its log on
+    stderr, one access line per request on stdout), except that access lines are written by a
+    thread: the event loop formats each line and queues it (``logging.handlers.QueueHandler``), and
+    a ``QueueListener`` writes it. A write to a log file can wait (ext4 waits for its journal while
+    the disk is busy, for example with a build's scans), and requests would wait with it. Returns
+    the started listener; ``stop()`` writes what is queued."""
+    import copy
+    import logging.config
+    import logging.handlers
+    import queue
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    logging.config.dictConfig(copy.deepcopy(LOGGING_CONFIG))
+    access = logging.getLogger("uvicorn.access")
+    (writer,) = access.handlers
+    lines: queue.SimpleQueue = queue.SimpleQueue()
+    queued = logging.handlers.QueueHandler(lines)
+    # QueueHandler hands the listener the formatted line (its record's args are dropped).
+    queued.setFormatter(writer.formatter)
+    writer.setFormatter(logging.Formatter("%(message)s"))
+    access.handlers = [queued]
+    listener = logging.handlers.QueueListener(lines, writer)
+    listener.start()
+    return listener
+
+
 def serve(warehouse: Path, table_format: str, host: str = "127.0.0.1", port: int = 8000, keys: ApiKeys | None = None) -> None:
-    """Run the API with uvicorn until interrupted. ``ValueError`` for a non-loopback ``host``
-    without ``keys``."""
+    """Run the API with uvicorn until interrupted, its access log written off the event loop
+    (``access_log_off_the_loop``). ``ValueError`` for a non-loopback ``host`` without ``keys``."""
     import uvicorn
 
     check_host(host, keys)
-    uvicorn.run(create_app(PublishedBalances(warehouse, table_format, freeze=True), keys=keys), host=host, port=port, log_level="info")
+    listener = access_log_off_the_loop()
+    try:
+        app = create_app(PublishedBalances(warehouse, table_format, freeze=True), keys=keys)
+        uvicorn.run(app, host=host, port=port, log_level="info", log_config=None)
+    finally:
+        listener.stop()

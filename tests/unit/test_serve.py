@@ -21,7 +21,7 @@ from payledger.apikeys import ApiKeys, digest, new_key
 from payledger.cli import main
 from payledger.contract import AMOUNT_TYPE
 from payledger.publish import Publication, record_failed_build, record_publication
-from payledger.serve import PublishedBalances, check_host, create_app
+from payledger.serve import PublishedBalances, access_log_off_the_loop, check_host, create_app
 from tests.asgi import uvicorn_in_thread
 from tests.view_tables import view_row, view_table
 
@@ -232,6 +232,44 @@ def test_keys_never_reach_the_servers_log(tmp_path, caplog):
     assert statuses == [200, 200, 404, 200, 401, 401]
     assert "/v1/merchants/m2/balances" in caplog.text, "the access log was not captured"
     assert ui not in caplog.text and portal not in caplog.text and ui[4:20] not in caplog.text
+
+
+class StuckStream:
+    """A stream whose writes wait until ``free`` is set (a log file on a busy disk)."""
+
+    def __init__(self) -> None:
+        self.free, self.written = threading.Event(), []
+
+    def write(self, text: str) -> None:
+        assert self.free.wait(30), "the stream was never freed"
+        self.written.append(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_access_log_is_written_off_the_event_loop_in_uvicorns_format():
+    names = ("uvicorn", "uvicorn.error", "uvicorn.access")
+    before = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level, logging.getLogger(name).propagate) for name in names}
+    listener = access_log_off_the_loop()
+    try:
+        stream = StuckStream()
+        listener.handlers[0].setStream(stream)
+        access = logging.getLogger("uvicorn.access")
+        # As uvicorn's HTTP protocol logs a request; the call returns while the stream is stuck.
+        logged = threading.Thread(target=access.info, args=('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/v1/health", "1.1", 200))
+        logged.start()
+        logged.join(5)
+        assert not logged.is_alive(), "logging an access line waited for the stream"
+        assert stream.written == []
+    finally:
+        stream.free.set()
+        listener.stop()
+        for name, (handlers, level, propagate) in before.items():
+            logger = logging.getLogger(name)
+            logger.handlers, logger.propagate = handlers, propagate
+            logger.setLevel(level)
+    assert re.fullmatch(r'INFO: +127\.0\.0\.1:5000 - "GET /v1/health HTTP/1\.1" 200 OK\n', "".join(stream.written)), stream.written
 
 
 def test_payledger_api_key_add_prints_a_key_once_and_stores_only_its_digest(tmp_path):
