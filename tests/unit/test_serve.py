@@ -251,9 +251,9 @@ class StuckStream:
 def test_the_access_log_is_written_off_the_event_loop_in_uvicorns_format():
     names = ("uvicorn", "uvicorn.error", "uvicorn.access")
     before = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level, logging.getLogger(name).propagate) for name in names}
+    stream = StuckStream()
     listener = access_log_off_the_loop()
     try:
-        stream = StuckStream()
         listener.handlers[0].setStream(stream)
         access = logging.getLogger("uvicorn.access")
         # As uvicorn's HTTP protocol logs a request; the call returns while the stream is stuck.
