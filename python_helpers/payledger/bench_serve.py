@@ -15,6 +15,10 @@ published (kept for the next run with the same sizes). Then, each against 127.0.
   in slices of ``SLICE_S`` seconds until the server serves the build's publication; reported per
   slice and over all of them (requests per second overall, the worst slice's p99);
 - ``payledger balance MERCHANT_ID`` from a new process, ``CLI_RUNS`` times, each wall time.
+Throughout the load, a probe process at the server's priority does nothing but sleep 1 ms at a
+time (``StallProbe``); each slice records the longest the probe woke up late
+(``probe_late_ms``). A slow slice whose probe was as late as its requests is a stall of the
+machine (every process waited), not of the server.
 Writes ``target/bench_serve_<format>.json`` and prints the targets of ``serve_targets`` as met or
 missed. Timings are measured, never asserted in tests.
 """
@@ -63,6 +67,62 @@ done = function(summary, latency, requests)
     latency:percentile(50), latency:percentile(99), latency.max))
 end
 """
+
+
+#: The probe: sleeps 1 ms at a time and prints each wake-up later than its threshold (ms) as
+#: ``<epoch seconds when the sleep began> <ms late>``.
+PROBE_CODE = """
+import time
+while True:
+    began, before = time.time(), time.monotonic()
+    time.sleep(0.001)
+    late_ms = (time.monotonic() - before) * 1000 - 1
+    if late_ms > %s:
+        print(f"{began:.3f} {late_ms:.2f}", flush=True)
+"""
+#: Wake-ups later than this (ms) are recorded.
+PROBE_REPORT_MS = 2.0
+
+
+class StallProbe:
+    """A process that sleeps 1 ms at a time (``PROBE_CODE``) at this process's priority, and the
+    wake-ups it reported late: ``(began, late_ms)``, ``began`` in epoch seconds. Use as a context
+    manager; ``latest_within`` gives the longest lateness of a window."""
+
+    def __init__(self, report_ms: float = PROBE_REPORT_MS) -> None:
+        self.late: list[tuple[float, float]] = []
+        code = PROBE_CODE % report_ms
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            began, late_ms = line.split()
+            self.late.append((float(began), float(late_ms)))
+
+    def latest_within(self, start: float, end: float) -> float:
+        """The longest lateness (ms) of a sleep that overlapped ``[start, end]`` (epoch seconds);
+        0.0 when none was over the report threshold."""
+        return max((late for began, late in list(self.late) if began <= end and began + (late + 1) / 1000 >= start), default=0.0)
+
+    def stop(self) -> None:
+        """End the probe process; what it reported stays in ``late``."""
+        self.process.terminate()
+        self.process.wait(10)
+        self._reader.join(10)
+
+    def __enter__(self) -> StallProbe:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def probe_late_ms(probe: StallProbe, load: LoadResult) -> float:
+    """The probe's longest lateness (ms) during the ``wrk`` run ``load``."""
+    start = dt.datetime.fromisoformat(load.started_at).timestamp()
+    return probe.latest_within(start, start + load.seconds)
 
 
 @dataclass(frozen=True)
@@ -299,6 +359,7 @@ def run_bench_serve(
 
     index_mb = _index_memory_mb(warehouse, table_format)
     server = Server(warehouse, table_format, logs / f"serve_{table_format}.log")
+    probe = StallProbe()
     try:
         server.wait(lambda health: health["published_by_build"] == publication.invocation_id)
         loaded_s = time.monotonic() - server.started
@@ -358,11 +419,16 @@ def run_bench_serve(
             if time.monotonic() - switch_started > 600:
                 raise RuntimeError("the server did not switch to the new publication within 600 s")
         live = combined(slices)
+        late = [probe_late_ms(probe, load) for load in slices]
+        worst = max(range(len(slices)), key=lambda n: slices[n].p99_ms)
         console.print(
-            f"under a build ({outcome['seconds']} s, {len(slices)} slices): {live.rps:,.0f} requests/s, worst p99 {live.p99_ms:.2f} ms, {live.errors} errors"
+            f"under a build ({outcome['seconds']} s, {len(slices)} slices): {live.rps:,.0f} requests/s, worst p99 {live.p99_ms:.2f} ms, {live.errors} errors; "
+            f"in that slice the longest request {slices[worst].max_ms:.1f} ms, the probe {late[worst]:.1f} ms late"
         )
+        idle_late = probe_late_ms(probe, idle)
     finally:
         server.stop()
+        probe.stop()
 
     cli = []
     env = os.environ | {"PAYLEDGER_WAREHOUSE": str(warehouse), "PAYLEDGER_FORMAT": table_format}
@@ -384,8 +450,9 @@ def run_bench_serve(
         "server_rss_mb": round(loaded_kb / 1024, 1),
         "index_mb": round(index_mb, 1),
         "rss_mb_per_million_keys": round(per_million_mb, 1),
-        "idle": idle.as_dict() | idle_cpu,
-        "under_build": live.as_dict() | {"build_s": outcome["seconds"], "slices": [s.as_dict() for s in slices]},
+        "idle": idle.as_dict() | idle_cpu | {"probe_late_ms": idle_late},
+        "under_build": live.as_dict()
+        | {"build_s": outcome["seconds"], "slices": [load.as_dict() | {"probe_late_ms": ms} for load, ms in zip(slices, late, strict=True)]},
         "balance_cli_s": cli,
         "targets": found,
     }

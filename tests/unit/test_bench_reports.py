@@ -125,3 +125,30 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
         good, bad = run_wrk(port, published, 1, 2), run_wrk(port, unknown, 1, 2)
     assert good.requests > 10 and good.errors == 0 and 0 < good.p50_ms <= good.p99_ms <= good.max_ms, good
     assert bad.requests > 10 and bad.errors == bad.requests, bad
+
+
+def test_the_stall_probe_reports_a_stall_of_its_process_in_the_slice_it_overlaps():
+    """The probe stopped for 0.3 s (SIGSTOP, as a stalled machine would stop it) reports that
+    lateness in the wrk slice around it, and nothing in a slice before it."""
+    import datetime as dt
+    import signal
+    import time
+
+    from payledger.bench_serve import LoadResult, StallProbe, probe_late_ms
+
+    def slice_at(start: float, seconds: float) -> LoadResult:
+        return LoadResult(1, seconds, 0, 1.0, 1.0, 1.0, dt.datetime.fromtimestamp(start, dt.UTC).isoformat(timespec="milliseconds"))
+
+    with StallProbe() as probe:
+        time.sleep(0.5)
+        quiet = slice_at(time.time() - 0.4, 0.3)
+        stopped_at = time.time()
+        probe.process.send_signal(signal.SIGSTOP)
+        time.sleep(0.3)
+        probe.process.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while not any(late >= 250 for _, late in probe.late) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    around = slice_at(stopped_at - 0.1, 0.5)
+    assert 250 <= probe_late_ms(probe, around) < 2000, probe.late
+    assert probe_late_ms(probe, quiet) < 250, probe.late
