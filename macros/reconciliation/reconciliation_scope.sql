@@ -14,10 +14,7 @@
         parses (execute false): full, build_seq 0, nothing read.
     -#}
     {%- set slices = reconcile_slices() -%}
-    {%- set full = var('reconcile_full', false) -%}
-    {%- if full is not boolean -%}
-        {{ exceptions.raise_compiler_error("var reconcile_full must be true or false, got " ~ (full | string | tojson)) }}
-    {%- endif -%}
+    {%- set full = reconcile_full() -%}
     {%- if not execute -%}
         {{ return({'build_seq': 0, 'slices': slices, 'checked': range(slices) | list, 'full': true}) }}
     {%- endif -%}

@@ -4,26 +4,34 @@
     Amounts land as sent and the classification stores them as money_type(): the landed side is
     summed after the same cast (a rejected amount with a fifth decimal is rounded, one beyond
     14 integer digits is null; the landing table keeps both as sent).
+    Which rows: checked_since. A build that payledger runs compares the rows past the published
+    build's events watermark (that build compared the rows before it); otherwise every row. Sums
+    of no rows are 0, not null, so that a build with nothing new compares equal counts.
 -#}
+{%- set since = checked_since() %}
+{%- set rows = 'ingest_seq > ' ~ since.events_watermark if since is not none else 'true' %}
 
 with ingested as (
     select
         count(*) as event_rows,
-        sum(coalesce(cast(amount as {{ money_type() }}), 0)) as amount_total
+        coalesce(sum(cast(amount as {{ money_type() }})), 0) as amount_total
     from {{ ref('stg_payledger__payment_events') }}
+    where {{ rows }}
 ),
 
 classified as (
     select
         count(*) as event_rows,
-        sum(coalesce(amount, 0)) as amount_total,
-        sum(case when is_accepted then 0 else 1 end) as rejected_count
+        coalesce(sum(amount), 0) as amount_total,
+        count(case when is_accepted then null else 1 end) as rejected_count
     from {{ ref('int_payment_events_classified') }}
+    where {{ rows }}
 ),
 
 rejects as (
     select count(*) as event_rows
     from {{ ref('payment_event_rejects') }}
+    where {{ rows }}
 ),
 
 checks as (

@@ -1,4 +1,4 @@
-{% test valid_rows(model, unique=none, not_null=none, accepted_values=none) %}
+{% test valid_rows(model, unique=none, not_null=none, accepted_values=none, scoped_by=none) %}
 {#-
     A model's row checks in one scan (one aggregate), instead of a scan per `unique`, `not_null`
     and `accepted_values` test: returns one row per check that fails, with the number of rows that
@@ -6,8 +6,12 @@
     - `unique`: keys, each a column name, a list of columns, or `{columns: [...], where: <sql>}`
       (the key of the rows the condition selects): no key value occurs twice, no key has a null part;
     - `not_null`: columns that are never null;
-    - `accepted_values`: `{column: [values]}`; a null is not checked (as dbt's `accepted_values`).
+    - `accepted_values`: `{column: [values]}`; a null is not checked (as dbt's `accepted_values`);
+    - `scoped_by`: an ingest position column (ingest_seq). In a build that payledger runs
+      (checked_since), only the rows past the published build's events watermark are checked (that
+      build checked the rows before it): a key is then unique among those rows. Every row otherwise.
 -#}
+{%- set since = checked_since() if scoped_by else none -%}
 {%- set checks = [] -%}
 {%- for key in unique or [] -%}
     {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
@@ -42,6 +46,7 @@ with counted as (
             {{ failing }} as check_{{ loop.index }}{{ ',' if not loop.last }}
         {% endfor %}
     from {{ model }}
+    where {{ scoped_by ~ ' > ' ~ since.events_watermark if since is not none else 'true' }}
 ),
 
 checked as (
