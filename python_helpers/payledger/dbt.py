@@ -81,6 +81,9 @@ def run_dbt(
     receives every dbt event (``event.info.name`` is its type, e.g. ``NodeStart``). Never raises for
     a failed run: check ``success``.
 
+    ``dbt build`` and ``dbt test`` on the embedded target check history since the published build
+    (``checked_since_published``).
+
     Write-audit-publish: when the invocation ran the view's model and its reconciliation test on
     this process's Spark session, the view's version is published if every node succeeded, and the
     failure is recorded if not (``payledger.publish.publish_after``; ``publication`` says what was
@@ -90,7 +93,7 @@ def run_dbt(
     from dbt_common.invocation import get_invocation_id
 
     project_environment()
-    argv = [*args, "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
+    argv = [*checked_since_published(args), "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
     if target_path is not None:
         argv += ["--target-path", str(target_path)]
     if log_path is not None:
@@ -121,3 +124,37 @@ def run_dbt(
     if spark is not None and embedded_target(args):
         invocation.publication = publish_after(invocation, spark, default_warehouse())
     return invocation
+
+
+def checked_since_published(args: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` (a dbt command line) with the var ``checked_since`` set from the current publication
+    of the embedded warehouse, so that the data tests over history check only what changed since
+    the published build, whose own build passed them (``macros/reconciliation/checked_since.sql``):
+    ``{"events_watermark": <the published build's events watermark, the max ingest_seq it folded>,
+    "view_version": <the view's version holding its rows: Delta table version or Iceberg snapshot
+    id>}``, merged into the command's own ``--vars`` (a ``checked_since`` given there wins).
+    ``args`` unchanged for other commands than ``build`` and ``test``, for the Thrift target (its
+    builds publish nothing), and before anything was published. Reads the publication document
+    only (``payledger.publish.read_document``), no Spark; raises its ``PublicationError`` when the
+    document is unreadable.
+    """
+    import yaml
+
+    from payledger.formats import target_format
+    from payledger.publish import read_document
+    from payledger.spark import default_warehouse, embedded_target
+
+    if args[:1] not in (("build",), ("test",)) or not embedded_target(args):
+        return args
+    target = args[args.index("--target") + 1] if "--target" in args[:-1] else None
+    current = read_document(default_warehouse(), target_format(target)).current
+    if current is None or current.events_watermark is None:
+        return args
+    since = {"events_watermark": current.events_watermark, "view_version": current.readable_version}
+    if "--vars" not in args[:-1]:
+        return (*args, "--vars", json.dumps({"checked_since": since}))
+    at = args.index("--vars") + 1
+    given = yaml.safe_load(args[at]) or {}
+    if not isinstance(given, dict):
+        return args  # dbt refuses vars that are not a mapping, with its own message
+    return (*args[:at], json.dumps({"checked_since": since} | given), *args[at + 1 :])

@@ -12,12 +12,13 @@ from decimal import Decimal
 
 import pytest
 
+from payledger.dbt import FULL_RECONCILIATION
 from payledger.formats import Commit, session_format, table_commits
 from payledger.history import published_explain
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
-from payledger.warehouse import RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
+from payledger.warehouse import CANONICAL, RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
 from tests.support import DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
@@ -350,6 +351,30 @@ def test_rotating_reconciliation_names_a_wrong_untouched_key_within_n_builds_and
     # A slice count that is not a whole number from 1 to 4096 is refused before anything runs.
     refused = dbt("test", "--select", "assert_merchant_balance_current_reconciles", "--vars", '{"reconcile_slices": 0}', check=False)
     assert not refused.success and "reconcile_slices" in str(refused.failures() or refused.exception)
+
+
+@BASE
+def test_history_checks_of_a_build_read_what_changed_since_the_published_build(dbt, base):
+    """Builds and tests run through payledger check history since the published build
+    (checked_since): a row that build checked and that changed later is the full check's to find;
+    new landed rows and a key whose total moved without events since the publication are found at
+    once."""
+    warehouse = base
+    accounted, conserved = "assert_every_ingested_event_is_accepted_or_rejected", "assert_merchant_balance_current_conserves_money"
+    checks = ("--select", accounted, conserved)
+    assert read_document(warehouse.warehouse, session_format(warehouse.spark)).current.events_watermark is not None
+    # c2 was folded into the published build, which checked it.
+    warehouse.spark.sql(f"update {CANONICAL} set amount = amount + 1 where event_id = 'c2'")
+    scoped = dbt("test", *checks, check=False)
+    assert scoped.success, scoped.failures()
+    full = dbt("test", *checks, *FULL_RECONCILIATION, check=False)
+    assert (full.status(accounted), full.status(conserved)) == ("fail", "fail"), full.failures()
+    # A landed row not classified yet, and m1's total moved by 1.00 with no event since the publication.
+    warehouse.load("payment_events", [event("e10", "m1", "capture_settled", "5.00", "2026-03-02 10:00:00")])
+    warehouse.spark.sql(f"update {VIEW} set reserve_hold = reserve_hold + 1 where merchant_id = 'm1'")
+    moved = dbt("test", *checks, check=False)
+    assert (moved.status(accounted), moved.status(conserved)) == ("fail", "fail"), moved.failures()
+    assert [r.failures for uid, r in moved.nodes.items() if uid.endswith(conserved)] == [1]
 
 
 def key_slice(warehouse, merchant_id: str, slices: int) -> int:

@@ -221,3 +221,24 @@ def test_payledger_balance_without_a_jvm_says_which_target_it_cannot_read(monkey
     monkeypatch.setenv("PAYLEDGER_TARGET", "thrift")
     result = CliRunner().invoke(main, ["balance", "m1"])
     assert result.exit_code == 1 and "Error: target thrift configures no Delta or Iceberg" in result.output, result.output
+
+
+def test_builds_and_tests_check_history_since_the_published_build(tmp_path, monkeypatch):
+    from payledger.dbt import checked_since_published
+
+    monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
+    monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
+    build = ("build", "--select", "merchant_balance_current")
+    # Nothing published yet: every row is checked.
+    assert checked_since_published(build) == build
+    record_publication(tmp_path, replace(publication(5), events_watermark=41, read_version=6))
+    since = {"events_watermark": 41, "view_version": 6}  # maintenance rewrote version 5's files as 6
+    assert checked_since_published(build) == (*build, "--vars", json.dumps({"checked_since": since}))
+    # Merged into the command's own vars; a checked_since given there wins.
+    full = ("test", "--vars", '{"reconcile_full": true}', "--select", "x")
+    assert json.loads(checked_since_published(full)[2]) == {"checked_since": since, "reconcile_full": True}
+    given = ("build", "--vars", "checked_since: {events_watermark: 1, view_version: 2}")
+    assert json.loads(checked_since_published(given)[2]) == {"checked_since": {"events_watermark": 1, "view_version": 2}}
+    # Other commands, and the Thrift target (whose builds publish nothing), are left as they are.
+    for args in (("run",), ("build", "--target", "thrift")):
+        assert checked_since_published(args) == args
