@@ -133,23 +133,26 @@ def checked_since_published(args: tuple[str, ...]) -> tuple[str, ...]:
     ``{"events_watermark": <the published build's events watermark, the max ingest_seq it folded>,
     "view_version": <the view's version holding its rows: Delta table version or Iceberg snapshot
     id>}``, merged into the command's own ``--vars`` (a ``checked_since`` given there wins).
-    ``args`` unchanged for other commands than ``build`` and ``test``, for the Thrift target (its
-    builds publish nothing), and before anything was published. Reads the publication document
-    only (``payledger.publish.read_document``), no Spark; raises its ``PublicationError`` when the
-    document is unreadable.
+    ``args`` unchanged (every row checked) for other commands than ``build`` and ``test``, for a
+    ``--full-refresh`` (a rebuild is checked whole), for the Thrift target (its builds publish
+    nothing), before anything was published, and when the view's table no longer holds the
+    published version (``TableFormat.time_travels_to``). Reads the publication document
+    and the table's folder (no Spark); raises ``PublicationError`` when the document is unreadable.
     """
     import yaml
 
-    from payledger.formats import target_format
+    from payledger.formats import format_named, target_format
     from payledger.publish import read_document
     from payledger.spark import default_warehouse, embedded_target
 
-    if args[:1] not in (("build",), ("test",)) or not embedded_target(args):
+    if args[:1] not in (("build",), ("test",)) or "--full-refresh" in args or not embedded_target(args):
         return args
     target = args[args.index("--target") + 1] if "--target" in args[:-1] else None
     current = read_document(default_warehouse(), target_format(target)).current
     if current is None or current.events_watermark is None:
         return args
+    if not format_named(current.table_format).time_travels_to(current.location, current.readable_version):
+        return args  # a replaced table (Iceberg's full refresh) no longer holds the published version
     since = {"events_watermark": current.events_watermark, "view_version": current.readable_version}
     if "--vars" not in args[:-1]:
         return (*args, "--vars", json.dumps({"checked_since": since}))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -280,6 +281,11 @@ class TableFormat:
         (no catalog): what a reader beside a build sees."""
         raise NotImplementedError
 
+    def time_travels_to(self, location: str, version: int) -> bool:
+        """Whether Spark's ``VERSION AS OF version`` can still name ``version`` in the table at
+        ``location`` as it is now, from its folder alone (no Spark)."""
+        raise NotImplementedError
+
 
 class DeltaFormat(TableFormat):
     """Delta Lake 3.3: ``delta-spark``'s Python API and Delta's JVM classes in a session, ``deltalake``
@@ -393,6 +399,17 @@ class DeltaFormat(TableFormat):
         from deltalake import DeltaTable
 
         return self._query(DeltaTable(location), columns, where)
+
+    def time_travels_to(self, location: str, version: int) -> bool:
+        """Delta keeps its versions through a replace (``create or replace``: a full refresh) and
+        until retention: true for any version up to the current one; false without a table there."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return 0 <= version <= DeltaTable(location).version()
+        except TableNotFoundError:
+            return False
 
     @staticmethod
     def _query(table, columns: tuple[str, ...], where: tuple[str, str] | None):
@@ -526,6 +543,15 @@ class IcebergFormat(TableFormat):
         """The current snapshot of the newest ``metadata/*.metadata.json`` by write time (a scan
         without a snapshot id reads the current one)."""
         return self.read_version(location, None, _newest_metadata(location), columns, where)
+
+    def time_travels_to(self, location: str, version: int) -> bool:
+        """Whether the table's current metadata still lists snapshot ``version``: a replace (dbt's
+        full refresh) starts a table without the old snapshots, and expiry removes old ones. False
+        without a table there."""
+        if not any(Path(location, "metadata").glob("*.metadata.json")):
+            return False
+        metadata = json.loads(Path(_newest_metadata(location)).read_text())
+        return any(snapshot["snapshot-id"] == version for snapshot in metadata.get("snapshots", []))
 
 
 _DUCKDB_LOCK = threading.Lock()

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import threading
+import time
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -228,6 +230,8 @@ def test_builds_and_tests_check_history_since_the_published_build(tmp_path, monk
 
     monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
     monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
+    still_there = {"answer": True}
+    monkeypatch.setattr("payledger.formats.DeltaFormat.time_travels_to", lambda _self, location, version: still_there["answer"])
     build = ("build", "--select", "merchant_balance_current")
     # Nothing published yet: every row is checked.
     assert checked_since_published(build) == build
@@ -239,6 +243,31 @@ def test_builds_and_tests_check_history_since_the_published_build(tmp_path, monk
     assert json.loads(checked_since_published(full)[2]) == {"checked_since": since, "reconcile_full": True}
     given = ("build", "--vars", "checked_since: {events_watermark: 1, view_version: 2}")
     assert json.loads(checked_since_published(given)[2]) == {"checked_since": {"events_watermark": 1, "view_version": 2}}
-    # Other commands, and the Thrift target (whose builds publish nothing), are left as they are.
-    for args in (("run",), ("build", "--target", "thrift")):
+    # Other commands, a full refresh, and the Thrift target (whose builds publish nothing) are left
+    # as they are; so is a build once the table no longer holds the published version.
+    for args in (("run",), ("build", "--full-refresh"), ("build", "--target", "thrift")):
         assert checked_since_published(args) == args
+    still_there["answer"] = False
+    assert checked_since_published(build) == build
+
+
+def test_a_table_time_travels_to_the_versions_it_still_holds(tmp_path):
+    from deltalake import write_deltalake
+
+    from payledger.formats import format_named
+
+    delta, iceberg = format_named("delta"), format_named("iceberg")
+    for version in range(3):
+        write_deltalake(str(tmp_path / "d"), view_table([view_row("m1", "USD", str(version), "0", "0", version)]), mode="append")
+    assert [delta.time_travels_to(str(tmp_path / "d"), v) for v in (0, 2, 3)] == [True, True, False]
+    assert not delta.time_travels_to(str(tmp_path / "nothing"), 0)
+    # Iceberg: the snapshots the newest metadata file lists (a replaced table lists only its own).
+    metadata = tmp_path / "i" / "metadata"
+    metadata.mkdir(parents=True)
+    (metadata / "00000-a.metadata.json").write_text(json.dumps({"format-version": 2, "snapshots": [{"snapshot-id": 11}, {"snapshot-id": 12}]}))
+    assert [iceberg.time_travels_to(str(tmp_path / "i"), s) for s in (11, 12)] == [True, True]
+    newer = metadata / "00001-b.metadata.json"
+    newer.write_text(json.dumps({"format-version": 2, "snapshots": [{"snapshot-id": 13}]}))
+    os.utime(newer, ns=(time.time_ns() + 10**9,) * 2)  # written later, whatever the clock's granularity
+    assert [iceberg.time_travels_to(str(tmp_path / "i"), s) for s in (12, 13)] == [False, True]
+    assert not iceberg.time_travels_to(str(tmp_path / "nothing"), 13)
