@@ -447,8 +447,10 @@ def _run_size(spark, metrics: SqlMetrics, size: BenchSize, data_dir: Path, conso
     # B left, with nothing new and every test on every key (as the nightly line runs them), so that
     # the builds below check history since it, as cron's do.
     audited = scenario.build(spark, "build", *FULL_RECONCILIATION)
-    if not audited.invocation.success or audited.invocation.publication is None:
-        raise scenario.BuildFailed(f"the build before A with tests did not publish: {audited.invocation.failures() or audited.invocation.exception}")
+    published = audited.invocation.publication
+    if not audited.invocation.success or published is None or not published.checked or published.events_watermark is None:
+        why = audited.invocation.failures() or audited.invocation.exception or published
+        raise scenario.BuildFailed(f"the build before A with tests published no checked version: {why}")
     console.print(f"published build (every test, every key): {audited.seconds:.1f}s")
     load_file(spark, "payment_events", data_dir / "batch_2" / EVENT_FILE, warehouse_dir)
     incremental_tests = _measure_as_cron(spark, metrics, "A with tests")

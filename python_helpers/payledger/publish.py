@@ -78,6 +78,9 @@ class Publication:
     policy_observed_at: str | None = None
     read_version: int | None = None
     source_location: str | None = None
+    #: The build ran every data test that checks history since the published build, and they passed
+    #: (``history_checks_ran``): later builds may check only what came after this one.
+    checked: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Publication:
@@ -278,9 +281,17 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
     if not (VIEW_NODE in ran and RECONCILIATION_NODE in ran):
         return None
     view = committed_version(spark, table_format)
+    checked = history_checks_ran(invocation)
     current = read_document(warehouse, table_format).current
     if current is not None and (current.location, current.readable_version) == (view.location, view.version):
-        return current  # the build changed nothing: its version is published already
+        # The build changed nothing: its version is published already, and now checked if it ran
+        # every check.
+        if checked and not current.checked:
+            current = replace(current, checked=True)
+            document = read_document(warehouse, table_format)
+            document.current = current
+            write_document(warehouse, table_format, document)
+        return current
     publication = Publication(
         table_format,
         view.location,
@@ -290,7 +301,8 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         None,
         _now(),
         view.committed_at,
-        *_audit_marks(spark, table_format, invocation.invocation_id),
+        *_audit_marks(spark, table_format, invocation.invocation_id, view.version),
+        checked=checked,
     )
     try:
         return _publish_readable(spark, warehouse, publication)
@@ -375,19 +387,23 @@ def publish_version(spark, warehouse: Path, version: int) -> Publication:
         raise PublicationError(f"version {version} of {VIEW} cannot be read from its files: {error}") from error
 
 
-def _audit_marks(spark, table_format: str, invocation_id: str) -> tuple[int | None, str | None]:
+def _audit_marks(spark, table_format: str, invocation_id: str, view_version: int | None = None) -> tuple[int | None, str | None]:
     """The build's ``events_watermark`` and ``policy_observed_at`` (ISO, UTC) as
     ``payledger.balance_invalidations`` recorded them with its view version (read from the audit's
-    files, no Spark job); (None, None) when it recorded none."""
+    files, no Spark job). A build with nothing new records none: then those of the build that
+    wrote ``view_version``, the version it publishes; (None, None) when neither recorded any."""
     if not spark.catalog.tableExists(AUDIT):
         return None, None
     audit = committed_version(spark, table_format, AUDIT)
     columns = ("events_watermark", "policy_observed_at", "view_version")
-    rows = [
-        r
-        for r in read_table_version(table_format, audit.location, audit.version, audit.metadata_file, columns, ("invocation_id", invocation_id)).to_pylist()
-        if r["view_version"] is not None
-    ]
+
+    def recorded(where: tuple[str, str] | None) -> list[dict]:
+        found = read_table_version(table_format, audit.location, audit.version, audit.metadata_file, (*columns, "invocation_id"), where)
+        return [r for r in found.to_pylist() if r["view_version"] is not None]
+
+    rows = recorded(("invocation_id", invocation_id))
+    if not rows and view_version is not None:
+        rows = [r for r in recorded(None) if r["view_version"] == view_version]
     if not rows:
         return None, None
     observed = [r["policy_observed_at"] for r in rows if r["policy_observed_at"] is not None]
@@ -433,3 +449,26 @@ def follow_maintenance(spark, warehouse: Path) -> Publication | None:
     write_document(warehouse, table_format, document)
     point_relation(spark, document.current)
     return document.current
+
+
+#: The dbt macro whose tests check history since the published build (macros/reconciliation/).
+CHECKED_SINCE_MACRO = "macro.payledger.checked_since"
+
+
+def history_checks_ran(invocation, manifest: dict | None = None) -> bool:
+    """Whether ``invocation`` (a ``payledger.dbt.DbtInvocation``) ran, and passed, every data test
+    that checks history since the published build: the singular tests that call ``checked_since``
+    and the generic tests given ``scoped_by``, as the project's manifest lists them (``manifest``:
+    its parsed ``manifest.json``; default ``invocation.manifest``). False when there is no manifest.
+    """
+    manifest = manifest if manifest is not None else getattr(invocation, "manifest", None)
+    if not manifest:
+        return False
+    scoped = {
+        uid
+        for uid, node in manifest.get("nodes", {}).items()
+        if node.get("resource_type") == "test"
+        and (CHECKED_SINCE_MACRO in node.get("depends_on", {}).get("macros", []) or "scoped_by" in ((node.get("test_metadata") or {}).get("kwargs") or {}))
+    }
+    passed = {uid for uid, result in invocation.nodes.items() if str(result.status) == "pass"}
+    return bool(scoped) and scoped <= passed
