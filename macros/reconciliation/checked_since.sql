@@ -1,18 +1,23 @@
 {% macro checked_since() -%}
     {#-
-        What a scheduled build's data tests over history check: only what changed since the
-        published build, whose own build passed every test (write-audit-publish), or everything.
-        Returns none (check every row) or {'events_watermark': n, 'view_version': v} from the var
-        `checked_since`, which `payledger` passes to the builds it runs (payledger/dbt.py, from the
-        publication document: the published build's events watermark, the max ingest_seq it folded,
-        and the view's version that holds its rows). None when the var is absent (a `dbt build` by
-        hand checks every row, as before), when `reconcile_full` is true, and while dbt parses.
-        Raises a compiler error when the var is not such a mapping of whole numbers.
+        What a build's data tests over history check: only what changed since the published build,
+        whose own build ran and passed them (write-audit-publish), or everything. Returns none (check
+        every row) or {'events_watermark': n, 'view_version': v}, from the environment variable
+        PAYLEDGER_CHECKED_SINCE that `payledger` sets for the builds and tests it runs
+        (payledger/dbt.py, from the publication document: the published build's events watermark,
+        the max ingest_seq it folded, and the view's version that holds its rows). Read only while
+        nodes run, so that dbt's partial parsing does not see it change. None when it is unset (a
+        `dbt build` by hand checks every row), when `reconcile_full` is true, and while dbt parses.
+        Raises a compiler error when it is not such a JSON object of whole numbers.
     -#}
-    {%- set since = var('checked_since', none) -%}
-    {%- if since is none or reconcile_full() or not execute -%}
+    {%- if not execute or reconcile_full() -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set given = env_var('PAYLEDGER_CHECKED_SINCE', '') -%}
+    {%- if given == '' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set since = fromjson(given) -%}
     {%- set check = namespace(valid=since is mapping and since.keys() | sort | list == ['events_watermark', 'view_version']) -%}
     {%- for value in (since.values() if check.valid else []) -%}
         {%- if value is not number or value is boolean or value != (value | int) or value < 0 -%}
@@ -21,8 +26,8 @@
     {%- endfor -%}
     {%- if not check.valid -%}
         {{ exceptions.raise_compiler_error(
-            "var checked_since must be {\"events_watermark\": <whole number>, \"view_version\": <whole number>}, got "
-            ~ (since | tojson)
+            "PAYLEDGER_CHECKED_SINCE must be {\"events_watermark\": <whole number>, \"view_version\": <whole number>}, got "
+            ~ given
         ) }}
     {%- endif -%}
     {{ return({'events_watermark': since.events_watermark | int, 'view_version': since.view_version | int}) }}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,9 @@ from payledger.spark import PROJECT_ROOT, project_environment
 #: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
 #: ``reconcile_full``; a build compares one rotating slice otherwise).
 FULL_RECONCILIATION = ("--vars", '{"reconcile_full": true}')
+#: The environment variable through which run_dbt tells the data tests over history what the
+#: published build checked (``checked_since_published``; read by macros/reconciliation/).
+CHECKED_SINCE_ENV = "PAYLEDGER_CHECKED_SINCE"
 
 
 @dataclass
@@ -35,6 +39,8 @@ class DbtInvocation:
     exception: BaseException | None
     messages: list[str]
     publication: Any = None
+    #: The project's parsed ``manifest.json`` as this invocation wrote it (``build`` only), or None.
+    manifest: dict[str, Any] | None = None
 
     def logged_json(self, prefix: str) -> Any:
         """The JSON a macro logged as ``"<prefix> <json>"`` (the last such line); KeyError if none."""
@@ -82,7 +88,8 @@ def run_dbt(
     a failed run: check ``success``.
 
     ``dbt build`` and ``dbt test`` on the embedded target check history since the published build
-    (``checked_since_published``).
+    (``checked_since_published``, passed in the environment variable ``CHECKED_SINCE_ENV`` for the
+    invocation only: a dbt var that changes would make dbt parse the whole project again).
 
     Write-audit-publish: when the invocation ran the view's model and its reconciliation test on
     this process's Spark session, the view's version is published if every node succeeded, and the
@@ -93,7 +100,7 @@ def run_dbt(
     from dbt_common.invocation import get_invocation_id
 
     project_environment()
-    argv = [*checked_since_published(args), "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
+    argv = [*args, "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
     if target_path is not None:
         argv += ["--target-path", str(target_path)]
     if log_path is not None:
@@ -108,11 +115,21 @@ def run_dbt(
         if on_event is not None:
             on_event(event)
 
-    outcome = dbtRunner(callbacks=[collect]).invoke(argv)
+    since = checked_since_published(args)
+    os.environ.pop(CHECKED_SINCE_ENV, None)
+    if since is not None:
+        os.environ[CHECKED_SINCE_ENV] = json.dumps(since)
+    try:
+        outcome = dbtRunner(callbacks=[collect]).invoke(argv)
+    finally:
+        os.environ.pop(CHECKED_SINCE_ENV, None)
     results = getattr(outcome.result, "results", None) or []
     # run-operation returns result entries without a node (RunResultOutput has unique_id instead).
     nodes = {(r.node.unique_id if hasattr(r, "node") else r.unique_id): r for r in results}
     invocation = DbtInvocation(tuple(args), bool(outcome.success), get_invocation_id(), nodes, outcome.exception, messages)
+    if args[:1] == ("build",):
+        manifest = (target_path or PROJECT_ROOT / "target") / "manifest.json"
+        invocation.manifest = json.loads(manifest.read_text()) if manifest.exists() else None
     from pyspark.sql import SparkSession
 
     from payledger.publish import publish_after
@@ -126,38 +143,32 @@ def run_dbt(
     return invocation
 
 
-def checked_since_published(args: tuple[str, ...]) -> tuple[str, ...]:
-    """``args`` (a dbt command line) with the var ``checked_since`` set from the current publication
-    of the embedded warehouse, so that the data tests over history check only what changed since
-    the published build, whose own build passed them (``macros/reconciliation/checked_since.sql``):
-    ``{"events_watermark": <the published build's events watermark, the max ingest_seq it folded>,
+def checked_since_published(args: tuple[str, ...]) -> dict[str, int] | None:
+    """What the data tests over history of the dbt command line ``args`` may skip: the current
+    publication of the embedded warehouse, when its build ran and passed every such check
+    (``Publication.checked``), as ``{"events_watermark": <the max ingest_seq it folded>,
     "view_version": <the view's version holding its rows: Delta table version or Iceberg snapshot
-    id>}``, merged into the command's own ``--vars`` (a ``checked_since`` given there wins).
-    ``args`` unchanged (every row checked) for other commands than ``build`` and ``test``, for a
-    ``--full-refresh`` (a rebuild is checked whole), for the Thrift target (its builds publish
-    nothing), before anything was published, and when the view's table no longer holds the
-    published version (``TableFormat.time_travels_to``). Reads the publication document
-    and the table's folder (no Spark); raises ``PublicationError`` when the document is unreadable.
+    id>}``; those tests then check only what came after it (``macros/reconciliation/
+    checked_since.sql``). None (every row checked) for other commands than ``build`` and ``test``,
+    for a full refresh (``--full-refresh``, ``-f``, ``DBT_FULL_REFRESH``: a rebuild is checked
+    whole), for the Thrift target (its builds publish nothing), before a checked publication, after
+    a build that failed since it (what it wrote is checked whole), and when the view's table no
+    longer holds the published version (``TableFormat.time_travels_to``). Reads the publication
+    document and the table's folder (no Spark); raises ``PublicationError`` when the document is
+    unreadable.
     """
-    import yaml
-
     from payledger.formats import format_named, target_format
     from payledger.publish import read_document
     from payledger.spark import default_warehouse, embedded_target
 
-    if args[:1] not in (("build",), ("test",)) or "--full-refresh" in args or not embedded_target(args):
-        return args
+    full_refresh = "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
+    if args[:1] not in (("build",), ("test",)) or full_refresh or not embedded_target(args):
+        return None
     target = args[args.index("--target") + 1] if "--target" in args[:-1] else None
-    current = read_document(default_warehouse(), target_format(target)).current
-    if current is None or current.events_watermark is None:
-        return args
+    document = read_document(default_warehouse(), target_format(target))
+    current = document.current
+    if current is None or not current.checked or current.events_watermark is None or document.failed_since_published():
+        return None
     if not format_named(current.table_format).time_travels_to(current.location, current.readable_version):
-        return args  # a replaced table (Iceberg's full refresh) no longer holds the published version
-    since = {"events_watermark": current.events_watermark, "view_version": current.readable_version}
-    if "--vars" not in args[:-1]:
-        return (*args, "--vars", json.dumps({"checked_since": since}))
-    at = args.index("--vars") + 1
-    given = yaml.safe_load(args[at]) or {}
-    if not isinstance(given, dict):
-        return args  # dbt refuses vars that are not a mapping, with its own message
-    return (*args[:at], json.dumps({"checked_since": since} | given), *args[at + 1 :])
+        return None  # a replaced table (Iceberg's full refresh) no longer holds the published version
+    return {"events_watermark": current.events_watermark, "view_version": current.readable_version}

@@ -135,7 +135,7 @@ def test_an_audited_version_the_readers_cannot_open_is_not_published(tmp_path, m
     monkeypatch.setattr("payledger.formats.session_format", lambda _spark: "delta")
     missing = publish.TableVersion(str(tmp_path / "missing"), 3, None, "2026-11-26T10:00:00.000+00:00")
     monkeypatch.setattr(publish, "committed_version", lambda _spark, _format, _table=publish.VIEW: missing)
-    monkeypatch.setattr(publish, "_audit_marks", lambda _spark, _format, _build: (None, None))
+    monkeypatch.setattr(publish, "_audit_marks", lambda _spark, _format, _build, _version=None: (None, None))
     audited = SimpleNamespace(args=("build",), success=True, nodes=dict.fromkeys([publish.VIEW_NODE, publish.RECONCILIATION_NODE]), invocation_id="i")
     assert publish.publish_after(audited, SimpleNamespace(), tmp_path) is None
     document = read_document(tmp_path, "delta")
@@ -225,30 +225,56 @@ def test_payledger_balance_without_a_jvm_says_which_target_it_cannot_read(monkey
     assert result.exit_code == 1 and "Error: target thrift configures no Delta or Iceberg" in result.output, result.output
 
 
-def test_builds_and_tests_check_history_since_the_published_build(tmp_path, monkeypatch):
+def test_builds_and_tests_check_history_since_a_checked_publication(tmp_path, monkeypatch):
     from payledger.dbt import checked_since_published
 
     monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
     monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
+    monkeypatch.delenv("DBT_FULL_REFRESH", raising=False)
     still_there = {"answer": True}
     monkeypatch.setattr("payledger.formats.DeltaFormat.time_travels_to", lambda _self, location, version: still_there["answer"])
     build = ("build", "--select", "merchant_balance_current")
-    # Nothing published yet: every row is checked.
-    assert checked_since_published(build) == build
+    # Nothing published yet, then a publication whose build did not run every check: every row.
+    assert checked_since_published(build) is None
     record_publication(tmp_path, replace(publication(5), events_watermark=41, read_version=6))
-    since = {"events_watermark": 41, "view_version": 6}  # maintenance rewrote version 5's files as 6
-    assert checked_since_published(build) == (*build, "--vars", json.dumps({"checked_since": since}))
-    # Merged into the command's own vars; a checked_since given there wins.
-    full = ("test", "--vars", '{"reconcile_full": true}', "--select", "x")
-    assert json.loads(checked_since_published(full)[2]) == {"checked_since": since, "reconcile_full": True}
-    given = ("build", "--vars", "checked_since: {events_watermark: 1, view_version: 2}")
-    assert json.loads(checked_since_published(given)[2]) == {"checked_since": {"events_watermark": 1, "view_version": 2}}
-    # Other commands, a full refresh, and the Thrift target (whose builds publish nothing) are left
-    # as they are; so is a build once the table no longer holds the published version.
-    for args in (("run",), ("build", "--full-refresh"), ("build", "--target", "thrift")):
-        assert checked_since_published(args) == args
+    assert checked_since_published(build) is None
+    record_publication(tmp_path, replace(publication(5), events_watermark=41, read_version=6, checked=True))
+    # Maintenance rewrote version 5's files as version 6: the version readers open.
+    assert checked_since_published(build) == {"events_watermark": 41, "view_version": 6}
+    assert checked_since_published(("test", "--vars", '{"reconcile_full": true}')) == {"events_watermark": 41, "view_version": 6}
+    # Other commands, full refreshes and the Thrift target (whose builds publish nothing): every row.
+    for args in (("run",), ("build", "--full-refresh"), ("build", "-f"), ("build", "--target", "thrift")):
+        assert checked_since_published(args) is None, args
+    monkeypatch.setenv("DBT_FULL_REFRESH", "true")
+    assert checked_since_published(build) is None
+    monkeypatch.delenv("DBT_FULL_REFRESH")
+    # A table that no longer holds the published version; a build that failed since it.
     still_there["answer"] = False
-    assert checked_since_published(build) == build
+    assert checked_since_published(build) is None
+    still_there["answer"] = True
+    record_failed_build(tmp_path, "delta", "b9", ["test.payledger.x: fail"])
+    assert checked_since_published(build) is None
+
+
+def test_a_publication_is_checked_when_its_build_ran_and_passed_every_history_check():
+    from payledger.publish import history_checks_ran
+
+    manifest = {
+        "nodes": {
+            "test.payledger.accounted": {"resource_type": "test", "depends_on": {"macros": ["macro.payledger.checked_since"]}},
+            "test.payledger.valid_rows_a": {"resource_type": "test", "depends_on": {"macros": []}, "test_metadata": {"kwargs": {"scoped_by": "ingest_seq"}}},
+            "test.payledger.valid_rows_b": {"resource_type": "test", "depends_on": {"macros": []}, "test_metadata": {"kwargs": {}}},
+            "model.payledger.view": {"resource_type": "model", "depends_on": {"macros": ["macro.payledger.checked_since"]}},
+        }
+    }
+
+    def ran(**statuses) -> SimpleNamespace:
+        return SimpleNamespace(nodes={f"test.payledger.{name}": SimpleNamespace(status=status) for name, status in statuses.items()}, manifest=manifest)
+
+    assert history_checks_ran(ran(accounted="pass", valid_rows_a="pass"))
+    assert not history_checks_ran(ran(accounted="pass"))  # a selection that left one out
+    assert not history_checks_ran(ran(accounted="pass", valid_rows_a="fail"))
+    assert not history_checks_ran(SimpleNamespace(nodes={}, manifest=None))
 
 
 def test_a_table_time_travels_to_the_versions_it_still_holds(tmp_path):

@@ -8,10 +8,27 @@
     - `not_null`: columns that are never null;
     - `accepted_values`: `{column: [values]}`; a null is not checked (as dbt's `accepted_values`);
     - `scoped_by`: an ingest position column (ingest_seq). In a build that payledger runs
-      (checked_since), only the rows past the published build's events watermark are checked (that
-      build checked the rows before it): a key is then unique among those rows. Every row otherwise.
+      (checked_since), only the rows past the published build's events watermark are checked, with
+      the earlier rows that share a `unique` key with one of them (so a new key equal to an old one
+      is still a duplicate); the published build checked the rest. Every row otherwise.
 -#}
 {%- set since = checked_since() if scoped_by else none -%}
+{%- set scope = namespace(rows='true') -%}
+{%- if since is not none -%}
+    {%- set new_rows = scoped_by ~ ' > ' ~ since.events_watermark -%}
+    {%- set parts = [new_rows] -%}
+    {%- for key in unique or [] -%}
+        {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
+        {%- if spec['columns'] | list != [scoped_by] -%}
+            {%- set columns = spec['columns'] | join(', ') -%}
+            {%- do parts.append(
+                '(' ~ columns ~ ') in (select ' ~ columns ~ ' from ' ~ model ~ ' where ' ~ new_rows
+                ~ ' and (' ~ (spec.get('where') or 'true') ~ '))'
+            ) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set scope.rows = parts | join(' or ') -%}
+{%- endif -%}
 {%- set checks = [] -%}
 {%- for key in unique or [] -%}
     {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
@@ -46,7 +63,7 @@ with counted as (
             {{ failing }} as check_{{ loop.index }}{{ ',' if not loop.last }}
         {% endfor %}
     from {{ model }}
-    where {{ scoped_by ~ ' > ' ~ since.events_watermark if since is not none else 'true' }}
+    where {{ scope.rows }}
 ),
 
 checked as (
