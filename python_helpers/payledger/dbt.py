@@ -159,13 +159,12 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int] | None:
     """
     from payledger.formats import format_named, target_format
     from payledger.publish import read_document
-    from payledger.spark import default_warehouse, embedded_target
+    from payledger.spark import command_target, default_warehouse, embedded_target
 
     full_refresh = "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
     if args[:1] not in (("build",), ("test",)) or full_refresh or not embedded_target(args):
         return None
-    target = args[args.index("--target") + 1] if "--target" in args[:-1] else None
-    document = read_document(default_warehouse(), target_format(target))
+    document = read_document(default_warehouse(), target_format(command_target(args)))
     current = document.current
     if current is None or not current.checked or current.events_watermark is None or document.failed_since_published():
         return None

@@ -282,14 +282,13 @@ def publish_after(invocation, spark, warehouse: Path) -> Publication | None:
         return None
     view = committed_version(spark, table_format)
     checked = history_checks_ran(invocation)
-    current = read_document(warehouse, table_format).current
+    document = read_document(warehouse, table_format)
+    current = document.current
     if current is not None and (current.location, current.readable_version) == (view.location, view.version):
         # The build changed nothing: its version is published already, and now checked if it ran
         # every check.
         if checked and not current.checked:
-            current = replace(current, checked=True)
-            document = read_document(warehouse, table_format)
-            document.current = current
+            document.current = current = replace(current, checked=True)
             write_document(warehouse, table_format, document)
         return current
     publication = Publication(
@@ -398,7 +397,7 @@ def _audit_marks(spark, table_format: str, invocation_id: str, view_version: int
     columns = ("events_watermark", "policy_observed_at", "view_version")
 
     def recorded(where: tuple[str, str] | None) -> list[dict]:
-        found = read_table_version(table_format, audit.location, audit.version, audit.metadata_file, (*columns, "invocation_id"), where)
+        found = read_table_version(table_format, audit.location, audit.version, audit.metadata_file, columns, where)
         return [r for r in found.to_pylist() if r["view_version"] is not None]
 
     rows = recorded(("invocation_id", invocation_id))

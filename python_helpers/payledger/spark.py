@@ -68,11 +68,15 @@ def default_target() -> str:
     return _render(_profile()["target"])
 
 
+def command_target(args: tuple[str, ...] = ()) -> str:
+    """The dbt target of a dbt command line ``args``: its ``--target``, else ``default_target()``."""
+    return args[args.index("--target") + 1] if "--target" in args[:-1] else default_target()
+
+
 def embedded_target(args: tuple[str, ...] = ()) -> bool:
-    """Whether the dbt target of a dbt command line ``args`` (its ``--target``, else
-    ``default_target()``) runs Spark in this process (dbt-spark's ``session`` method)."""
-    target = args[args.index("--target") + 1] if "--target" in args[:-1] else default_target()
-    return _profile()["outputs"][target].get("method") == "session"
+    """Whether the dbt target of a dbt command line ``args`` (``command_target``) runs Spark in this
+    process (dbt-spark's ``session`` method)."""
+    return _profile()["outputs"][command_target(args)].get("method") == "session"
 
 
 def spark_conf(target: str | None = None) -> dict[str, str]:
