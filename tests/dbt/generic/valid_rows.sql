@@ -12,26 +12,26 @@
       the earlier rows that share a `unique` key with one of them (so a new key equal to an old one
       is still a duplicate); the published build checked the rest. Every row otherwise.
 -#}
+{%- set specs = [] -%}
+{%- for key in unique or [] -%}
+    {%- do specs.append(key if key is mapping else {'columns': [key] if key is string else key}) -%}
+{%- endfor -%}
 {%- set since = checked_since() if scoped_by else none -%}
 {%- set scope = namespace(rows='true') -%}
 {%- if since is not none -%}
     {%- set new_rows = scoped_by ~ ' > ' ~ since.events_watermark -%}
     {%- set parts = [new_rows] -%}
-    {%- for key in unique or [] -%}
-        {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
-        {%- if spec['columns'] | list != [scoped_by] -%}
-            {%- set columns = spec['columns'] | join(', ') -%}
-            {%- do parts.append(
-                '(' ~ columns ~ ') in (select ' ~ columns ~ ' from ' ~ model ~ ' where ' ~ new_rows
-                ~ ' and (' ~ (spec.get('where') or 'true') ~ '))'
-            ) -%}
-        {%- endif -%}
+    {%- for spec in specs if spec['columns'] | list != [scoped_by] -%}
+        {%- set columns = spec['columns'] | join(', ') -%}
+        {%- do parts.append(
+            '(' ~ columns ~ ') in (select ' ~ columns ~ ' from ' ~ model ~ ' where ' ~ new_rows
+            ~ ' and (' ~ (spec.get('where') or 'true') ~ '))'
+        ) -%}
     {%- endfor -%}
     {%- set scope.rows = parts | join(' or ') -%}
 {%- endif -%}
 {%- set checks = [] -%}
-{%- for key in unique or [] -%}
-    {%- set spec = key if key is mapping else {'columns': [key] if key is string else key} -%}
+{%- for spec in specs -%}
     {%- set where = spec.get('where') or 'true' -%}
     {%- set all_present = '(' ~ where ~ ') and ' ~ spec['columns'] | join(' is not null and ') ~ ' is not null' -%}
     {%- set key_label = spec['columns'] | join(', ') ~ (' where ' ~ spec['where'] if spec.get('where') else '') -%}
