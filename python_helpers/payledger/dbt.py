@@ -143,13 +143,14 @@ def run_dbt(
     return invocation
 
 
-def checked_since_published(args: tuple[str, ...]) -> dict[str, int] | None:
+def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | None:
     """What the data tests over history of the dbt command line ``args`` may skip: the current
     publication of the embedded warehouse, when its build ran and passed every such check
     (``Publication.checked``), as ``{"events_watermark": <the max ingest_seq it folded>,
     "view_version": <the view's version holding its rows: Delta table version or Iceberg snapshot
-    id>}``; those tests then check only what came after it (``macros/reconciliation/
-    checked_since.sql``). None (every row checked) for other commands than ``build`` and ``test``,
+    id>, "written_after": <its published_at, UTC, "YYYY-MM-DD HH:MM:SS.ffffff": every row a later
+    build writes carries that build's later start>}``; those tests then check only what came after
+    it (``macros/reconciliation/checked_since.sql``). None (every row checked) for other commands than ``build`` and ``test``,
     for a full refresh (``--full-refresh``, ``-f``, ``DBT_FULL_REFRESH``: a rebuild is checked
     whole), for the Thrift target (its builds publish nothing), before a checked publication, after
     a build that failed since it (what it wrote is checked whole), and when the view's table no
@@ -170,4 +171,9 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int] | None:
         return None
     if not format_named(current.table_format).time_travels_to(current.location, current.readable_version):
         return None  # a replaced table (Iceberg's full refresh) no longer holds the published version
-    return {"events_watermark": current.events_watermark, "view_version": current.readable_version}
+    published_at = dt.datetime.fromisoformat(current.published_at).astimezone(dt.UTC)
+    return {
+        "events_watermark": current.events_watermark,
+        "view_version": current.readable_version,
+        "written_after": published_at.strftime("%Y-%m-%d %H:%M:%S.%f"),
+    }

@@ -9,7 +9,7 @@
     of no rows are 0, not null, so that a build with nothing new compares equal counts.
 -#}
 {%- set since = checked_since() %}
-{%- set rows = 'ingest_seq > ' ~ since.events_watermark if since is not none else 'true' %}
+{%- set rows = changed_since_checked(since, ingest_seq='ingest_seq') %}
 
 with ingested as (
     select

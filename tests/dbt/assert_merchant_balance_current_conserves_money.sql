@@ -10,7 +10,7 @@
     read), and reads only the new events of history.
 -#}
 {%- set since = checked_since() %}
-{%- set rows = 'ingest_seq > ' ~ since.events_watermark if since is not none else 'true' %}
+{%- set rows = changed_since_checked(since, ingest_seq='ingest_seq') %}
 
 with accepted_events as (
     select * from {{ ref('int_payment_events_classified') }}

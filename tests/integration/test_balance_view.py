@@ -18,7 +18,7 @@ from payledger.history import published_explain
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
-from payledger.warehouse import CANONICAL, RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
+from payledger.warehouse import CANONICAL, CHECKPOINT, RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
 from tests.support import DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, view_rows
 
 pytestmark = pytest.mark.integration
@@ -358,27 +358,43 @@ def test_history_checks_of_a_build_read_what_changed_since_the_published_build(d
     """Builds and tests run through payledger check history since the published build, once a
     build ran every such check (checked_since): a row that build checked and that changed later is
     the full check's to find; new landed rows and a key whose total moved without events since the
-    publication are found at once."""
+    publication are found at once; so is a checkpoint row written since it that repeats a key."""
     warehouse = base
     accounted, conserved = "assert_every_ingested_event_is_accepted_or_rejected", "assert_merchant_balance_current_conserves_money"
-    checks = ("--select", accounted, conserved)
+    checks = ("--select", accounted, conserved, "int_merchant_daily_balances,test_name:valid_rows")
+    columns = warehouse.spark.table(CHECKPOINT).columns
+
+    def repeat_checkpoint_row(merchant_id: str, written_at: str) -> None:
+        """Append a copy of one of the merchant's checkpoint rows (same key), stamped ``written_at``."""
+        copied = ", ".join(written_at if c == "written_at" else c for c in columns)
+        warehouse.spark.sql(f"insert into {CHECKPOINT} select {copied} from {CHECKPOINT} where merchant_id = '{merchant_id}' limit 1")
+
+    def checkpoint_duplicates(invocation) -> list[int]:
+        return [r.failures for uid, r in invocation.nodes.items() if ".valid_rows_int_merchant_daily_balances" in uid]
+
     # The base was built without the generic tests, so its publication is not checked: a build
     # with every data test and nothing new checks it all and marks the same version checked.
     dbt("build", *DATA_TESTS_SELECTION)
     published = read_document(warehouse.warehouse, session_format(warehouse.spark)).current
     assert published.checked and published.events_watermark is not None
-    # c2 was folded into the published build, which checked it.
+    # c2 was folded into the published build, which checked it; so was m2's checkpoint row that
+    # reappears with the time it was written.
     warehouse.spark.sql(f"update {CANONICAL} set amount = amount + 1 where event_id = 'c2'")
+    repeat_checkpoint_row("m2", "written_at")
     scoped = dbt("test", *checks, check=False)
-    assert scoped.success, scoped.failures()
+    assert scoped.success and checkpoint_duplicates(scoped) == [0], scoped.failures()
     full = dbt("test", *checks, *FULL_RECONCILIATION, check=False)
     assert (full.status(accounted), full.status(conserved)) == ("fail", "fail"), full.failures()
+    assert checkpoint_duplicates(full) == [1], full.failures()
     # A landed row not classified yet, and m1's total moved by 1.00 with no event since the publication.
     warehouse.load("payment_events", [event("e10", "m1", "capture_settled", "5.00", "2026-03-02 10:00:00")])
     warehouse.spark.sql(f"update {VIEW} set reserve_hold = reserve_hold + 1 where merchant_id = 'm1'")
+    repeat_checkpoint_row("m1", "current_timestamp()")
     moved = dbt("test", *checks, check=False)
     assert (moved.status(accounted), moved.status(conserved)) == ("fail", "fail"), moved.failures()
     assert [r.failures for uid, r in moved.nodes.items() if uid.endswith(conserved)] == [1]
+    # m1's key, repeated by a row written since the publication, is found at once.
+    assert checkpoint_duplicates(moved) == [1], moved.failures()
 
 
 def key_slice(warehouse, merchant_id: str, slices: int) -> int:

@@ -64,3 +64,19 @@ def test_valid_rows_counts_the_rows_that_fail_each_check(dbt, spark):
     clean = [(1, "a", "x"), (2, "a", "y"), (3, "b", None)]
     assert _expected(clean) == {}
     assert _failures(dbt, spark, clean) == {}
+
+
+def test_valid_rows_refuses_a_scope_it_cannot_check(dbt, capsys):
+    """``scoped_by`` is an ingest position column or ``{written_at, partition}`` with the partition
+    column in every key: anything else is a compiler error that says what was expected (dbt prints
+    it while parsing the inline query)."""
+    for scoped_by, message in (
+        ({"written_at": "v"}, "scoped_by is an ingest position column or {written_at: <column>, partition: <column>}"),
+        (["k"], "scoped_by is an ingest position column"),
+        ({"written_at": "v", "partition": "c"}, "the key (k) does not hold the partition column c"),
+    ):
+        arguments = {**ARGUMENTS, "scoped_by": scoped_by}
+        call = f"{{{{ test_valid_rows(model={json.dumps(_relation(ROWS))}, **{json.dumps(arguments)}) }}}}"
+        capsys.readouterr()
+        refused = dbt("compile", "--inline", call, check=False)
+        assert not refused.success and message in capsys.readouterr().out, (scoped_by, refused.exception)

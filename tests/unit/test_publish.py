@@ -240,8 +240,12 @@ def test_builds_and_tests_check_history_since_a_checked_publication(tmp_path, mo
     assert checked_since_published(build) is None
     record_publication(tmp_path, replace(publication(5), events_watermark=41, read_version=6, checked=True))
     # Maintenance rewrote version 5's files as version 6: the version readers open.
-    assert checked_since_published(build) == {"events_watermark": 41, "view_version": 6}
-    assert checked_since_published(("test", "--vars", '{"reconcile_full": true}')) == {"events_watermark": 41, "view_version": 6}
+    # Rows written after the publication (its published_at, as UTC) are the later builds'.
+    since = {"events_watermark": 41, "view_version": 6, "written_after": "2026-11-26 10:00:00.000000"}
+    assert checked_since_published(build) == since
+    assert checked_since_published(("test", "--vars", '{"reconcile_full": true}')) == since
+    record_publication(tmp_path, replace(publication(5, when="2026-11-26T12:30:00.250000+02:00"), events_watermark=41, read_version=6, checked=True))
+    assert checked_since_published(build)["written_after"] == "2026-11-26 10:30:00.250000"
     # Other commands, full refreshes and the Thrift target (whose builds publish nothing): every row.
     for args in (("run",), ("build", "--full-refresh"), ("build", "-f"), ("build", "--target", "thrift")):
         assert checked_since_published(args) is None, args

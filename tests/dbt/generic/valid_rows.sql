@@ -7,21 +7,31 @@
       (the key of the rows the condition selects): no key value occurs twice, no key has a null part;
     - `not_null`: columns that are never null;
     - `accepted_values`: `{column: [values]}`; a null is not checked (as dbt's `accepted_values`);
-    - `scoped_by`: an ingest position column (ingest_seq). In a build that payledger runs
-      (checked_since), only the rows past the published build's events watermark are checked, with
-      the earlier rows that share a `unique` key with one of them (so a new key equal to an old one
-      is still a duplicate); the published build checked the rest. Every row otherwise.
+    - `scoped_by`: which rows a build that payledger runs (checked_since) checks: the rows that came
+      after the published build, with the earlier rows that share a `unique` key with one of them
+      (so a new key equal to an old one is still a duplicate); the published build checked the
+      rest. Every row otherwise. Either an ingest position column (`ingest_seq`: the rows past the
+      published build's events watermark) or `{written_at: <column>, partition: <column>}` (the
+      rows written after the publication, for a table that rewrites rows in place; every `unique`
+      key holds the partition column, so only the partitions written since are read).
 -#}
 {%- set specs = [] -%}
 {%- for key in unique or [] -%}
     {%- do specs.append(key if key is mapping else {'columns': [key] if key is string else key}) -%}
 {%- endfor -%}
+{%- set scoping = {'ingest_seq': scoped_by} if scoped_by is string else (scoped_by if scoped_by is mapping else {}) -%}
+{%- if scoped_by and not (scoping.keys() | sort | list in [['ingest_seq'], ['partition', 'written_at']]) -%}
+    {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': scoped_by is an ingest position column or {written_at: <column>, partition: <column>}, got ' ~ scoped_by) }}
+{%- endif -%}
+{%- for spec in specs if scoping.get('partition') and scoping.get('partition') not in spec['columns'] -%}
+    {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': the key (' ~ spec['columns'] | join(', ') ~ ') does not hold the partition column ' ~ scoping.get('partition')) }}
+{%- endfor -%}
 {%- set since = checked_since() if scoped_by else none -%}
 {%- set scope = namespace(rows='true') -%}
 {%- if since is not none -%}
-    {%- set new_rows = scoped_by ~ ' > ' ~ since.events_watermark -%}
+    {%- set new_rows = changed_since_checked(since, ingest_seq=scoping.get('ingest_seq'), written_at=scoping.get('written_at')) -%}
     {%- set parts = [new_rows] -%}
-    {%- for spec in specs if spec['columns'] | list != [scoped_by] -%}
+    {%- for spec in specs if spec['columns'] | list != [scoping.get('ingest_seq')] -%}
         {%- set columns = spec['columns'] | join(', ') -%}
         {%- do parts.append(
             '(' ~ columns ~ ') in (select ' ~ columns ~ ' from ' ~ model ~ ' where ' ~ new_rows
@@ -57,13 +67,29 @@
 {%- if not checks -%}
     {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': no check given (unique, not_null or accepted_values)') }}
 {%- endif %}
-with counted as (
+{#- Scoped by partition, the partition filter is a semi join of its own (dynamic partition pruning
+    reads only the partitions written since); rows written since with a null partition value are
+    added back: that filter drops them. #}
+with scoped_rows as (
+    {% if since is not none and scoping.get('partition') -%}
+    select * from {{ model }}
+    where {{ scoping.get('partition') }} in (select {{ scoping.get('partition') }} from {{ model }} where {{ new_rows }})
+        and ({{ scope.rows }})
+    union all
+    select * from {{ model }}
+    where {{ new_rows }} and {{ scoping.get('partition') }} is null
+    {%- else -%}
+    select * from {{ model }}
+    where {{ scope.rows }}
+    {%- endif %}
+),
+
+counted as (
     select
         {% for label, failing in checks -%}
             {{ failing }} as check_{{ loop.index }}{{ ',' if not loop.last }}
         {% endfor %}
-    from {{ model }}
-    where {{ scope.rows }}
+    from scoped_rows
 ),
 
 checked as (
