@@ -153,13 +153,14 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
     it (``macros/reconciliation/checked_since.sql``). None (every row checked) for other commands than ``build`` and ``test``,
     for a full refresh (``--full-refresh``, ``-f``, ``DBT_FULL_REFRESH``: a rebuild is checked
     whole), for the Thrift target (its builds publish nothing), before a checked publication, after
-    a build that failed since it (what it wrote is checked whole), and when the view's table no
-    longer holds the published version (``TableFormat.time_travels_to``). Reads the publication
+    a build that failed since it (what it wrote is checked whole), when the view's table no
+    longer holds the published version (``TableFormat.time_travels_to``), and when this machine's
+    clock is not past the publication's time (a zoneless ``published_at`` is UTC). Reads the publication
     document and the table's folder (no Spark); raises ``PublicationError`` when the document is
     unreadable.
     """
     from payledger.formats import format_named, target_format
-    from payledger.publish import read_document
+    from payledger.publish import iso_utc, read_document
     from payledger.spark import command_target, default_warehouse, embedded_target
 
     full_refresh = "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
@@ -171,7 +172,9 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
         return None
     if not format_named(current.table_format).time_travels_to(current.location, current.readable_version):
         return None  # a replaced table (Iceberg's full refresh) no longer holds the published version
-    published_at = dt.datetime.fromisoformat(current.published_at).astimezone(dt.UTC)
+    published_at = dt.datetime.fromisoformat(iso_utc(dt.datetime.fromisoformat(current.published_at)))
+    if published_at >= dt.datetime.now(dt.UTC):
+        return None  # a clock behind the publication's: rows written now would look checked
     return {
         "events_watermark": current.events_watermark,
         "view_version": current.readable_version,

@@ -364,12 +364,14 @@ def test_history_checks_of_a_build_read_what_changed_since_the_published_build(d
     checks = ("--select", accounted, conserved, "int_merchant_daily_balances,test_name:valid_rows")
     columns = warehouse.spark.table(CHECKPOINT).columns
 
-    def repeat_checkpoint_row(merchant_id: str, written_at: str) -> None:
-        """Append a copy of one of the merchant's checkpoint rows (same key), stamped ``written_at``."""
-        copied = ", ".join(written_at if c == "written_at" else c for c in columns)
+    def repeat_checkpoint_row(merchant_id: str, written_at: str, balance_date: str = "balance_date") -> None:
+        """Append a copy of one of the merchant's checkpoint rows (same key unless ``balance_date``
+        says otherwise), stamped ``written_at``."""
+        copied = ", ".join({"written_at": written_at, "balance_date": balance_date}.get(c, c) for c in columns)
         warehouse.spark.sql(f"insert into {CHECKPOINT} select {copied} from {CHECKPOINT} where merchant_id = '{merchant_id}' limit 1")
 
-    def checkpoint_duplicates(invocation) -> list[int]:
+    def checkpoint_failures(invocation) -> list[int]:
+        """The failed checks of the checkpoint's valid_rows (a row each), in a list of one."""
         return [r.failures for uid, r in invocation.nodes.items() if ".valid_rows_int_merchant_daily_balances" in uid]
 
     # The base was built without the generic tests, so its publication is not checked: a build
@@ -382,19 +384,21 @@ def test_history_checks_of_a_build_read_what_changed_since_the_published_build(d
     warehouse.spark.sql(f"update {CANONICAL} set amount = amount + 1 where event_id = 'c2'")
     repeat_checkpoint_row("m2", "written_at")
     scoped = dbt("test", *checks, check=False)
-    assert scoped.success and checkpoint_duplicates(scoped) == [0], scoped.failures()
+    assert scoped.success and checkpoint_failures(scoped) == [0], scoped.failures()
     full = dbt("test", *checks, *FULL_RECONCILIATION, check=False)
     assert (full.status(accounted), full.status(conserved)) == ("fail", "fail"), full.failures()
-    assert checkpoint_duplicates(full) == [1], full.failures()
+    assert checkpoint_failures(full) == [1], full.failures()
     # A landed row not classified yet, and m1's total moved by 1.00 with no event since the publication.
     warehouse.load("payment_events", [event("e10", "m1", "capture_settled", "5.00", "2026-03-02 10:00:00")])
     warehouse.spark.sql(f"update {VIEW} set reserve_hold = reserve_hold + 1 where merchant_id = 'm1'")
     repeat_checkpoint_row("m1", "current_timestamp()")
+    repeat_checkpoint_row("m1", "current_timestamp()", balance_date="cast(null as date)")
     moved = dbt("test", *checks, check=False)
     assert (moved.status(accounted), moved.status(conserved)) == ("fail", "fail"), moved.failures()
     assert [r.failures for uid, r in moved.nodes.items() if uid.endswith(conserved)] == [1]
-    # m1's key, repeated by a row written since the publication, is found at once.
-    assert checkpoint_duplicates(moved) == [1], moved.failures()
+    # m1's key, repeated by a row written since the publication, is found at once; so is a row
+    # written since without a day (outside every partition): a duplicate key and a null in a key.
+    assert checkpoint_failures(moved) == [2], moved.failures()
 
 
 def key_slice(warehouse, merchant_id: str, slices: int) -> int:

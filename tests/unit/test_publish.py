@@ -246,6 +246,14 @@ def test_builds_and_tests_check_history_since_a_checked_publication(tmp_path, mo
     assert checked_since_published(("test", "--vars", '{"reconcile_full": true}')) == since
     record_publication(tmp_path, replace(publication(5, when="2026-11-26T12:30:00.250000+02:00"), events_watermark=41, read_version=6, checked=True))
     assert checked_since_published(build)["written_after"] == "2026-11-26 10:30:00.250000"
+    record_publication(tmp_path, replace(publication(5, when="2026-11-26T12:30:00.250000"), events_watermark=41, read_version=6, checked=True))
+    assert checked_since_published(build)["written_after"] == "2026-11-26 12:30:00.250000"
+    # A clock behind the publication's time: a build's rows could be stamped before it.
+    ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat()
+    record_publication(tmp_path, replace(publication(5, when=ahead), events_watermark=41, read_version=6, checked=True))
+    assert checked_since_published(build) is None
+    record_publication(tmp_path, replace(publication(5), events_watermark=41, read_version=6, checked=True))
+    assert checked_since_published(build) == since
     # Other commands, full refreshes and the Thrift target (whose builds publish nothing): every row.
     for args in (("run",), ("build", "--full-refresh"), ("build", "-f"), ("build", "--target", "thrift")):
         assert checked_since_published(args) is None, args
