@@ -150,14 +150,14 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
     "view_version": <the view's version holding its rows: Delta table version or Iceberg snapshot
     id>, "written_after": <its published_at, UTC, "YYYY-MM-DD HH:MM:SS.ffffff": every row a later
     build writes carries that build's later start>}``; those tests then check only what came after
-    it (``macros/reconciliation/checked_since.sql``). None (every row checked) for other commands than ``build`` and ``test``,
-    for a full refresh (``--full-refresh``, ``-f``, ``DBT_FULL_REFRESH``: a rebuild is checked
-    whole), for the Thrift target (its builds publish nothing), before a checked publication, after
-    a build that failed since it (what it wrote is checked whole), when the view's table no
-    longer holds the published version (``TableFormat.time_travels_to``), and when this machine's
-    clock is not past the publication's time (a zoneless ``published_at`` is UTC). Reads the publication
-    document and the table's folder (no Spark); raises ``PublicationError`` when the document is
-    unreadable.
+    it (``macros/reconciliation/checked_since.sql``). None (every row checked) for other commands
+    than ``build`` and ``test``, for a full refresh (``--full-refresh``, ``-f``,
+    ``DBT_FULL_REFRESH``: a rebuild is checked whole), for the Thrift target (its builds publish
+    nothing), before a checked publication, after a build that failed since it (what it wrote is
+    checked whole), when the view's table no longer holds the published version
+    (``TableFormat.time_travels_to``), and when this machine's clock is not past the publication's
+    time (a zoneless ``published_at`` is UTC). Reads the publication document and the table's folder
+    (no Spark); raises ``PublicationError`` when the document is unreadable.
     """
     from payledger.formats import format_named, target_format
     from payledger.publish import iso_utc, read_document
