@@ -115,6 +115,8 @@ def run_dbt(
         if on_event is not None:
             on_event(event)
 
+    if args[:1] not in OFFLINE_COMMANDS:
+        _embedded_session(args)
     since = checked_since_published(args)
     os.environ.pop(CHECKED_SINCE_ENV, None)
     if since is not None:
@@ -141,6 +143,23 @@ def run_dbt(
     if spark is not None and embedded_target(args):
         invocation.publication = publish_after(invocation, spark, default_warehouse())
     return invocation
+
+
+#: dbt commands that open no connection: run_dbt starts no Spark session for them.
+OFFLINE_COMMANDS = {("parse",), ("deps",), ("clean",), ("list",), ("ls",), ("debug",)}
+
+
+def _embedded_session(args: tuple[str, ...]) -> None:
+    """Start this process's Spark session for the embedded target of ``args`` as payledger makes it
+    (``spark.get_spark``), before dbt-spark would: dbt reuses it. When dbt-spark's ``session``
+    method made it, the Iceberg view's table loaded from Python afterwards
+    (``Spark3Util.loadIcebergTable``, to publish) came back as Spark's V1Table: a scheduled build
+    from a new process on Iceberg built and then failed with "... is not an Iceberg table".
+    Nothing for the Thrift target."""
+    from payledger.spark import command_target, embedded_target, get_spark
+
+    if embedded_target(args):
+        get_spark(command_target(args))
 
 
 def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | None:

@@ -309,3 +309,33 @@ def test_a_table_time_travels_to_the_versions_it_still_holds(tmp_path):
     os.utime(newer, ns=(time.time_ns() + 10**9,) * 2)  # written later, whatever the clock's granularity
     assert [iceberg.time_travels_to(str(tmp_path / "i"), s) for s in (12, 13)] == [False, True]
     assert not iceberg.time_travels_to(str(tmp_path / "nothing"), 13)
+
+
+def test_run_dbt_starts_the_embedded_session_as_payledger_makes_it_before_dbt(tmp_path, monkeypatch):
+    """dbt-spark reuses the process's session: run_dbt makes it first (``get_spark`` with the
+    command's target) for commands that connect on the embedded targets, never for the Thrift
+    target or for commands that open no connection."""
+    from payledger import dbt
+
+    monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
+    events: list[tuple] = []
+    monkeypatch.setattr("payledger.spark.get_spark", lambda target=None: events.append(("session", target)))
+
+    class Runner:
+        def __init__(self, callbacks):
+            pass
+
+        def invoke(self, argv):
+            events.append(("dbt", argv[0]))
+            return type("Outcome", (), {"result": None, "success": True, "exception": None})()
+
+    monkeypatch.setattr("dbt.cli.main.dbtRunner", Runner)
+    for args, expected in (
+        (("source", "freshness", "--target", "iceberg"), [("session", "iceberg"), ("dbt", "source")]),
+        (("build", "--target", "delta"), [("session", "delta"), ("dbt", "build")]),
+        (("build", "--target", "thrift"), [("dbt", "build")]),
+        (("parse",), [("dbt", "parse")]),
+    ):
+        events.clear()
+        dbt.run_dbt(*args, target_path=tmp_path / "target")
+        assert events == expected, args
