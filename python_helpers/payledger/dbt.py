@@ -115,8 +115,7 @@ def run_dbt(
         if on_event is not None:
             on_event(event)
 
-    if args[:1] not in OFFLINE_COMMANDS:
-        _embedded_session(args)
+    spark = None if args[:1] in OFFLINE_COMMANDS else _embedded_session(args)
     since = checked_since_published(args)
     os.environ.pop(CHECKED_SINCE_ENV, None)
     if since is not None:
@@ -132,15 +131,10 @@ def run_dbt(
     if args[:1] == ("build",):
         manifest = (target_path or PROJECT_ROOT / "target") / "manifest.json"
         invocation.manifest = json.loads(manifest.read_text()) if manifest.exists() else None
-    from pyspark.sql import SparkSession
-
     from payledger.publish import publish_after
-    from payledger.spark import default_warehouse, embedded_target
+    from payledger.spark import default_warehouse
 
-    # dbt-spark's session method made (or reused) this process's session; dbt's threads may have
-    # made it, so the thread's active session may be unset.
-    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    if spark is not None and embedded_target(args):
+    if spark is not None:  # the session dbt built with (embedded targets only)
         invocation.publication = publish_after(invocation, spark, default_warehouse())
     return invocation
 
@@ -149,17 +143,16 @@ def run_dbt(
 OFFLINE_COMMANDS = {("parse",), ("deps",), ("clean",), ("list",), ("ls",), ("debug",)}
 
 
-def _embedded_session(args: tuple[str, ...]) -> None:
+def _embedded_session(args: tuple[str, ...]):  # -> pyspark.sql.SparkSession | None
     """Start this process's Spark session for the embedded target of ``args`` as payledger makes it
-    (``spark.get_spark``), before dbt-spark would: dbt reuses it. When dbt-spark's ``session``
+    (``spark.get_spark``), before dbt-spark would, and return it: dbt reuses it. When dbt-spark's ``session``
     method made it, the Iceberg view's table loaded from Python afterwards
     (``Spark3Util.loadIcebergTable``, to publish) came back as Spark's V1Table: a scheduled build
     from a new process on Iceberg built and then failed with "... is not an Iceberg table".
-    Nothing for the Thrift target."""
+    None for the Thrift target."""
     from payledger.spark import command_target, embedded_target, get_spark
 
-    if embedded_target(args):
-        get_spark(command_target(args))
+    return get_spark(command_target(args)) if embedded_target(args) else None
 
 
 def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | None:
@@ -179,7 +172,7 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
     (no Spark); raises ``PublicationError`` when the document is unreadable.
     """
     from payledger.formats import format_named, target_format
-    from payledger.publish import iso_utc, read_document
+    from payledger.publish import as_utc, read_document
     from payledger.spark import command_target, default_warehouse, embedded_target
 
     full_refresh = "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
@@ -191,7 +184,7 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
         return None
     if not format_named(current.table_format).time_travels_to(current.location, current.readable_version):
         return None  # a replaced table (Iceberg's full refresh) no longer holds the published version
-    published_at = dt.datetime.fromisoformat(iso_utc(dt.datetime.fromisoformat(current.published_at)))
+    published_at = as_utc(dt.datetime.fromisoformat(current.published_at))
     if published_at >= dt.datetime.now(dt.UTC):
         return None  # a clock behind the publication's: rows written now would look checked
     return {

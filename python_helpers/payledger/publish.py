@@ -409,12 +409,14 @@ def _audit_marks(spark, table_format: str, invocation_id: str, view_version: int
     return max(r["events_watermark"] for r in rows), iso_utc(max(observed)) if observed else None
 
 
+def as_utc(moment: dt.datetime) -> dt.datetime:
+    """``moment`` in UTC; a naive time (Spark's and Iceberg's timestamp without zone) is UTC."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+
+
 def iso_utc(moment: dt.datetime | None) -> str | None:
-    """ISO 8601 in UTC with microseconds; a naive time (Spark's and Iceberg's timestamp without
-    zone) is UTC; None stays None."""
-    if moment is None:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).isoformat(timespec="microseconds")
+    """ISO 8601 in UTC with microseconds (``as_utc``); None stays None."""
+    return None if moment is None else as_utc(moment).isoformat(timespec="microseconds")
 
 
 def follow_maintenance(spark, warehouse: Path) -> Publication | None:
