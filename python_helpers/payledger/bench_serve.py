@@ -13,7 +13,8 @@ published (kept for the next run with the same sizes). Then, each against 127.0.
   and the build's Python thread (dbt's parse and compile, and the threads it starts) at niceness
   ``build_nice`` (as the README's ``nice -n 10 payledger build``), while ``wrk`` runs
   in slices of ``SLICE_S`` seconds until the server serves the build's publication; reported per
-  slice and over all of them (requests per second overall, the worst slice's p99);
+  slice and over all of them (requests per second and percentiles of every request answered
+  during the build, from wrk's raw latency counts; the worst slice's p99 beside them);
 - ``payledger balance MERCHANT_ID`` from a new process, ``CLI_RUNS`` times, each wall time.
 Throughout the load, a probe process at the server's priority does nothing but sleep 1 ms at a
 time (``StallProbe``); each slice records the longest the probe woke up late
@@ -25,9 +26,11 @@ missed. Timings are measured, never asserted in tests.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import random
 import resource
@@ -38,7 +41,7 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -53,7 +56,8 @@ SAMPLED_MERCHANTS = 20_000
 #: The targets (issue 27): requests/s at least, p99 at most (ms), balance CLI wall at most (s).
 MIN_RPS, MAX_P99_MS, MAX_CLI_S = 1000.0, 10.0, 1.0
 
-#: wrk's Lua: a random merchant per request; one JSON line of figures at the end.
+#: wrk's Lua: a random merchant per request; one JSON line of figures at the end, with wrk's raw
+#: latency counts (``latency(i)``: each microsecond value recorded and how many requests took it).
 WRK_SCRIPT = """
 local ids = {%s}
 math.randomseed(%d)
@@ -62,9 +66,15 @@ request = function()
 end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('WRKJSON {"requests": %%d, "duration_us": %%d, "errors": %%d, "non_2xx": %%d, "p50_us": %%d, "p99_us": %%d, "max_us": %%d}\\n',
+  local counts = {}
+  for i = 1, #latency do
+    local us, n = latency(i)
+    counts[i] = string.format("[%%d, %%d]", us, n)
+  end
+  io.write(string.format('WRKJSON {"requests": %%d, "duration_us": %%d, "errors": %%d, "non_2xx": %%d, '
+    .. '"p50_us": %%d, "p99_us": %%d, "max_us": %%d, "latency_us": [%%s]}\\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(99), latency.max))
+    latency:percentile(50), latency:percentile(99), latency.max, table.concat(counts, ", ")))
 end
 """
 
@@ -130,7 +140,8 @@ class LoadResult:
     """One ``wrk`` run: ``requests`` answered in ``seconds``, ``errors`` (connection errors,
     timeouts and non-2xx answers), latency percentiles in milliseconds; ``started_at``: when the
     run started (ISO 8601 UTC; None for a sum of runs), to line a slow slice up with the build's
-    log (``logs/dbt.log``)."""
+    log (``logs/dbt.log``); ``latency_us``: wrk's raw latency counts, ``(microseconds, requests)``
+    pairs in ascending order (empty when not recorded), from which runs combine exactly."""
 
     requests: int
     seconds: float
@@ -139,6 +150,7 @@ class LoadResult:
     p99_ms: float
     max_ms: float
     started_at: str | None = None
+    latency_us: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
     @property
     def rps(self) -> float:
@@ -151,27 +163,52 @@ class LoadResult:
         if line is None:
             raise ValueError(f"wrk printed no figures: {output[-500:]}")
         data = json.loads(line.removeprefix("WRKJSON "))
-        return cls(data["requests"], data["duration_us"] / 1e6, data["errors"], data["p50_us"] / 1000, data["p99_us"] / 1000, data["max_us"] / 1000)
+        counts = tuple((int(us), int(n)) for us, n in data.get("latency_us", []))
+        percentiles = (data["p50_us"] / 1000, data["p99_us"] / 1000, data["max_us"] / 1000)
+        return cls(data["requests"], data["duration_us"] / 1e6, data["errors"], *percentiles, latency_us=counts)
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"rps": round(self.rps, 1)}
+        """The figures as JSON values, without the raw latency counts."""
+        figures = asdict(self)
+        del figures["latency_us"]
+        return figures | {"rps": round(self.rps, 1)}
+
+
+def percentile_us(counts: dict[int, int], p: float) -> int:
+    """The ``p``-th percentile (0 < p <= 100) of latencies given as ``{microseconds: requests}``,
+    ranked as wrk's own ``latency:percentile`` ranks them (wrk 4.1 ``stats_percentile``: the
+    smallest value whose running count reaches ``round(p / 100 * n + 0.5)``, capped at ``n``).
+    ``ValueError`` for an empty ``counts`` or ``p`` out of range."""
+    total = sum(counts.values())
+    if total == 0 or not 0 < p <= 100:
+        raise ValueError(f"no percentile {p} of {total} latencies")
+    rank, seen = min(total, math.floor(total * p / 100) + 1), 0
+    for us in sorted(counts):
+        seen += counts[us]
+        if seen >= rank:
+            return us
+    raise AssertionError("unreachable: the last value reaches every rank")
 
 
 def combined(slices: list[LoadResult]) -> LoadResult:
-    """Slices as one run: totals, and the worst slice's percentiles (percentiles do not add up)."""
-    return LoadResult(
-        sum(s.requests for s in slices),
-        sum(s.seconds for s in slices),
-        sum(s.errors for s in slices),
-        max(s.p50_ms for s in slices),
-        max(s.p99_ms for s in slices),
-        max(s.max_ms for s in slices),
-    )
+    """Slices as one run: totals, and the percentiles of all their requests together, from the
+    slices' raw latency counts. When a slice has no counts, the worst slice's percentiles stand in
+    (an upper bound: percentiles alone do not add up)."""
+    if all(s.latency_us for s in slices):
+        merged: collections.Counter[int] = collections.Counter()
+        for s in slices:
+            merged.update(dict(s.latency_us))
+        p50, p99, top = (percentile_us(merged, 50) / 1000, percentile_us(merged, 99) / 1000, max(merged) / 1000)
+    else:
+        p50, p99, top = (max(s.p50_ms for s in slices), max(s.p99_ms for s in slices), max(s.max_ms for s in slices))
+    return LoadResult(sum(s.requests for s in slices), sum(s.seconds for s in slices), sum(s.errors for s in slices), p50, p99, top)
 
 
-def serve_targets(idle: LoadResult, live: LoadResult, cli_seconds: list[float]) -> list[dict]:
+def serve_targets(idle: LoadResult, live: LoadResult, cli_seconds: list[float], worst_slice_p99_ms: float | None = None) -> list[dict]:
     """The targets, each ``{name, value, limit, met, detail}``: requests/s and p99 with no errors,
-    idle and under a build, and the slowest ``payledger balance`` from a new process."""
+    idle and under a build (``live``: every request answered while the build ran, ``combined``),
+    and the slowest ``payledger balance`` from a new process. ``worst_slice_p99_ms``, the highest
+    p99 of one slice under the build, is reported in the detail, not judged."""
 
     def target(name: str, value: float, limit: float, met: bool, detail: str) -> dict:
         return {"name": name, "value": round(value, 3), "limit": limit, "met": met, "detail": detail}
@@ -179,7 +216,10 @@ def serve_targets(idle: LoadResult, live: LoadResult, cli_seconds: list[float]) 
     found = []
     for phase, load in (("idle", idle), ("under a build", live)):
         found.append(target(f"requests/s, {phase}", load.rps, MIN_RPS, load.rps >= MIN_RPS and load.errors == 0, f"{load.errors} errors"))
-        found.append(target(f"p99 ms, {phase}", load.p99_ms, MAX_P99_MS, load.p99_ms <= MAX_P99_MS and load.errors == 0, f"p50 {load.p50_ms:.2f} ms"))
+        detail = f"p50 {load.p50_ms:.2f} ms"
+        if load is live and worst_slice_p99_ms is not None:
+            detail += f", worst {SLICE_S}-s slice p99 {worst_slice_p99_ms:.2f} ms"
+        found.append(target(f"p99 ms, {phase}", load.p99_ms, MAX_P99_MS, load.p99_ms <= MAX_P99_MS and load.errors == 0, detail))
     slowest = max(cli_seconds)
     found.append(target("payledger balance, s (slowest)", slowest, MAX_CLI_S, slowest <= MAX_CLI_S, f"median {statistics.median(cli_seconds):.2f} s"))
     return found
@@ -422,8 +462,8 @@ def run_bench_serve(
         late = [probe_late_ms(probe, load) for load in slices]
         worst = max(range(len(slices)), key=lambda n: slices[n].p99_ms)
         console.print(
-            f"under a build ({outcome['seconds']} s, {len(slices)} slices): {live.rps:,.0f} requests/s, worst p99 {live.p99_ms:.2f} ms, {live.errors} errors; "
-            f"in that slice the longest request {slices[worst].max_ms:.1f} ms, the probe {late[worst]:.1f} ms late"
+            f"under a build ({outcome['seconds']} s, {len(slices)} slices): {live.rps:,.0f} requests/s, p99 {live.p99_ms:.2f} ms, {live.errors} errors; "
+            f"worst slice p99 {slices[worst].p99_ms:.2f} ms, in it the longest request {slices[worst].max_ms:.1f} ms, the probe {late[worst]:.1f} ms late"
         )
         idle_late = probe_late_ms(probe, idle)
     finally:
@@ -438,7 +478,7 @@ def run_bench_serve(
         subprocess.run([payledger, "balance", merchant_id, "--format", "json"], env=env, check=True, capture_output=True)
         cli.append(round(time.monotonic() - started, 3))
 
-    found = serve_targets(idle, live, cli)
+    found = serve_targets(idle, live, cli, worst_slice_p99_ms=slices[worst].p99_ms)
     figures = {
         "table_format": table_format,
         "events": events,
@@ -452,7 +492,11 @@ def run_bench_serve(
         "rss_mb_per_million_keys": round(per_million_mb, 1),
         "idle": idle.as_dict() | idle_cpu | {"probe_late_ms": idle_late},
         "under_build": live.as_dict()
-        | {"build_s": outcome["seconds"], "slices": [load.as_dict() | {"probe_late_ms": ms} for load, ms in zip(slices, late, strict=True)]},
+        | {
+            "build_s": outcome["seconds"],
+            "worst_slice_p99_ms": slices[worst].p99_ms,
+            "slices": [load.as_dict() | {"probe_late_ms": ms} for load, ms in zip(slices, late, strict=True)],
+        },
         "balance_cli_s": cli,
         "targets": found,
     }

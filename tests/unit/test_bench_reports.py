@@ -99,6 +99,29 @@ def test_the_serving_targets_are_met_or_missed_by_their_limits():
     assert not any(t["met"] for t in serve_targets(failing, failing, [0.5]) if "idle" in t["name"]), "errors miss the target"
 
 
+def test_slices_combine_into_the_percentiles_of_all_their_requests():
+    """With raw latency counts, a combined run's percentiles are those of every request of every
+    slice (a reference ranks the expanded samples), not the worst slice's."""
+    import collections
+    import random
+
+    from payledger.bench_serve import LoadResult, combined, percentile_us
+
+    rng = random.Random(7)
+    samples = [[rng.randrange(500, 3_000) for _ in range(4_000)], [rng.randrange(500, 20_000) for _ in range(300)]]
+    slices = []
+    for values in samples:
+        counts = tuple(sorted(collections.Counter(values).items()))
+        p50, p99 = (percentile_us(dict(counts), p) / 1000 for p in (50, 99))
+        slices.append(LoadResult(len(values), 5.0, 0, p50, p99, max(values) / 1000, latency_us=counts))
+    everything = sorted(samples[0] + samples[1])
+    live = combined(slices)
+    assert live.p99_ms == everything[len(everything) * 99 // 100] / 1000 < max(s.p99_ms for s in slices)
+    assert (live.p50_ms, live.max_ms, live.requests) == (everything[len(everything) // 2] / 1000, everything[-1] / 1000, 4_300)
+    with pytest.raises(ValueError):
+        percentile_us({}, 99)
+
+
 def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
     """The bench's wrk script against a real server: answers for published merchants count as
     requests; a merchant the version lacks (404) counts as an error."""
@@ -106,7 +129,7 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
 
     from deltalake import write_deltalake
 
-    from payledger.bench_serve import WRK_SCRIPT, run_wrk
+    from payledger.bench_serve import WRK_SCRIPT, percentile_us, run_wrk
     from payledger.publish import Publication, record_publication
     from payledger.serve import PublishedBalances, create_app
     from tests.asgi import uvicorn_in_thread
@@ -125,6 +148,10 @@ def test_wrk_draws_published_merchants_and_counts_failed_answers(tmp_path):
         good, bad = run_wrk(port, published, 1, 2), run_wrk(port, unknown, 1, 2)
     assert good.requests > 10 and good.errors == 0 and 0 < good.p50_ms <= good.p99_ms <= good.max_ms, good
     assert bad.requests > 10 and bad.errors == bad.requests, bad
+    # The raw latency counts give back wrk's own percentiles, so slices combine exactly.
+    counts = dict(good.latency_us)
+    assert sum(counts.values()) >= good.requests, good
+    assert (percentile_us(counts, 50) / 1000, percentile_us(counts, 99) / 1000, max(counts) / 1000) == (good.p50_ms, good.p99_ms, good.max_ms)
 
 
 def test_the_stall_probe_reports_a_stall_of_its_process_in_the_slice_it_overlaps():
