@@ -5,6 +5,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.payledger-installed
+# uv installs requirements.txt into .venv: on a machine without a package cache, 36 s against pip's
+# 94 s, the same versions of every package (`pip freeze` of both venvs, 2026-11-29).
+UV := uv==0.13.8
 # The table formats' jars, from Maven Central (pom.xml), checked against jars.sha256.
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
 export PAYLEDGER_HOME := $(CURDIR)
@@ -29,14 +32,14 @@ help: ## List the tasks
 # The JVM's class archive for Spark drivers (python_helpers/payledger/class_archive.py).
 CLASS_ARCHIVE := jars/spark-classes.jsa
 
-setup: $(STAMP) $(JARS) $(CLASS_ARCHIVE) ## Install Java, Maven, Chromium (apt), .venv (pip), the Delta and Iceberg jars (Maven) and the JVM's class archive; idempotent
+setup: $(STAMP) $(JARS) $(CLASS_ARCHIVE) ## Install Java, Maven, Chromium (apt), .venv (uv), the Delta and Iceberg jars (Maven) and the JVM's class archive; idempotent
 
 $(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_packages.sh
 	bash scripts/install_system_packages.sh
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e python_helpers
+	$(PY) -m pip install --quiet $(UV)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.txt
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps -e python_helpers
 	touch $(STAMP)
 
 $(JARS) &: pom.xml jars.sha256 $(STAMP)
