@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.payledger-installed
-# uv installs requirements.txt into .venv: on a machine without a package cache, 36 s against pip's
+# uv installs requirements.txt into .venv: on a machine without a package cache, 42 s against pip's
 # 94 s, the same versions of every package (`pip freeze` of both venvs, 2026-11-29).
 UV := uv==0.13.8
 # The table formats' jars, from Maven Central (pom.xml), checked against jars.sha256.
