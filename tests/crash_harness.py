@@ -41,7 +41,10 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     # conservation) run when with_tests is true, on every key when full_reconciliation is.
     selection = SCENARIO_SELECTION if with_tests else ("--exclude", "resource_type:test", "resource_type:unit_test")
     scope = FULL_RECONCILIATION if full_reconciliation else ()
-    result = run_dbt("build", *selection, *scope, target_path=artefacts / "target", log_path=artefacts / "logs", on_event=on_event)
+    # verify's full reconciliation (a --vars) keeps a target folder of its own: dbt's partial parse
+    # of each folder survives (a change of vars re-parses the whole project).
+    target = artefacts / ("target-full" if full_reconciliation else "target")
+    result = run_dbt("build", *selection, *scope, target_path=target, log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
     return result
 
