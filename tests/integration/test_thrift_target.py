@@ -11,32 +11,50 @@ production's settings), the tests' embedded Spark without it (PAYLEDGER_CODEGEN=
 test starts the server on a standalone master and worker (`--standalone`) and checks that the worker
 ran a query of a landing table and its totals match the landed events (it builds nothing: reading
 dbt-built tables with deletion vectors or position deletes through a server is the first test's).
+On Delta the two tests share one landed warehouse (one harness process lands it; a build leaves the
+landing tables as they were), on one worker, one after the other (Derby admits one server at a time).
 """
 
 from __future__ import annotations
 
 import random
 import subprocess
+from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from tests.processes import ROOT, Harness, executable, free_port, new_events, typed_view
 from tests.support import History, merchant, policy
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("thrift")]
+
+
+@pytest.fixture(scope="module")
+def landed(tmp_path_factory) -> Callable[[str], tuple[Harness, History]]:
+    """The warehouse of a format (``landed(table_format)``), landed once per module and worker by a
+    harness process: six merchants in two segments, their policies and 120 random events (bad rows
+    among them). Tests may build in it but leave its landing tables as they are."""
+    warehouses: dict[str, tuple[Harness, History]] = {}
+
+    def get(table_format: str) -> tuple[Harness, History]:
+        if table_format not in warehouses:
+            harness, history = Harness(tmp_path_factory.mktemp(f"thrift-{table_format}")), History()
+            history.land_merchants(harness.landing, [merchant(f"k{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
+            history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-02-01")])
+            history.land_events(harness.landing, new_events(random.Random(11), 0, history, count=120))
+            process = harness.start("land", *harness.landing.take())
+            assert process.finish() == 0, process.lines[-20:]
+            warehouses[table_format] = (harness, history)
+        return warehouses[table_format]
+
+    return get
 
 
 @pytest.mark.both_formats
-def test_thrift_target_builds_the_balances_of_the_reference_fold(tmp_path):
-    remote = Harness(tmp_path / "thrift")
-    history = History()
-    history.land_merchants(remote.landing, [merchant(f"k{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(6)])
-    history.land_policies(remote.landing, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-02-01")])
-    history.land_events(remote.landing, new_events(random.Random(11), 0, history, count=120))
-    landed = remote.start("land", *remote.landing.take())
-    assert landed.finish() == 0, landed.lines[-20:]
-
+def test_thrift_target_builds_the_balances_of_the_reference_fold(landed, table_format, tmp_path):
+    remote, history = landed(table_format)
     port = free_port()
     # The server runs with the profile's default code generation, as production does (off on Delta,
     # on on Iceberg; the tests' embedded Spark runs without it: PAYLEDGER_CODEGEN=false).
@@ -94,16 +112,9 @@ def test_thrift_target_builds_the_balances_of_the_reference_fold(tmp_path):
     history.assert_matches(view, rejects)
 
 
-def test_thrift_server_on_a_standalone_master_and_worker(tmp_path):
+def test_thrift_server_on_a_standalone_master_and_worker(landed, table_format):
     """`payledger thrift start --standalone`: master and worker from bin/spark-class run the queries."""
-    harness = Harness(tmp_path)
-    history = History()
-    history.land_merchants(harness.landing, [merchant("k0", "retail", "2026-01-01")])
-    history.land_policies(harness.landing, [policy("retail", "0.1000", "2026-01-01")])
-    history.land_events(harness.landing, new_events(random.Random(5), 0, history, count=30))
-    landed = harness.start("land", *harness.landing.take())
-    assert landed.finish() == 0, landed.lines[-20:]
-
+    harness, history = landed(table_format)
     port = free_port()
     env = {**harness.env, "PAYLEDGER_THRIFT_PORT": str(port)}
     started = subprocess.run(
@@ -116,7 +127,7 @@ def test_thrift_server_on_a_standalone_master_and_worker(tmp_path):
         cursor = hive.connect("127.0.0.1", port=port).cursor()
         cursor.execute("select count(*), sum(amount), count(distinct event_id) from payledger_raw.payment_events")
         count, amount, event_ids = cursor.fetchall()[0]
-        worker_log = (tmp_path / "warehouse" / "thrift" / "worker.log").read_text()
+        worker_log = (Path(harness.env["PAYLEDGER_WAREHOUSE"]) / "thrift" / "worker.log").read_text()
     finally:
         subprocess.run([executable("payledger"), "thrift", "stop"], env=env, capture_output=True, timeout=120)
     assert "Asked to launch executor" in worker_log, "the query did not run on the standalone worker"
