@@ -328,22 +328,27 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
 
 class BuiltState:
     """A warehouse state that several tests start from: built once per module and worker by
-    ``build(landing)`` (on an empty warehouse), saved, and restored before each test
-    (``restored()``); built anew only when the saved state is gone (another module's test emptied
-    the warehouse since). ``result`` is what the latest ``build`` returned."""
+    ``build(landing)`` (on an empty warehouse, or on ``parent``'s state restored), saved, and
+    restored before each test (``restored()``); built anew only when the saved state is gone
+    (another module's test emptied the warehouse since). ``result`` is what the latest ``build``
+    returned."""
 
-    def __init__(self, spark, folder: Path, build: Callable[[Landing], Any]) -> None:
+    def __init__(self, spark, folder: Path, build: Callable[[Landing], Any], parent: BuiltState | None = None) -> None:
         self.spark = spark
         self.folder = folder
         self.landing = Landing(spark, folder / "files", Path(os.environ["PAYLEDGER_WAREHOUSE"]))
         self._build = build
+        self._parent = parent
         self._saved: SavedWarehouse | None = None
         self.result: Any = None
 
     def restored(self) -> Landing:
         """The landing helper of a warehouse holding the built state."""
         if self._saved is None or not restore_warehouse(self.spark, self._saved):
-            drop_project_schemas(self.spark)
+            if self._parent is None:
+                drop_project_schemas(self.spark)
+            else:
+                self._parent.restored()
             self.result = self._build(self.landing)
             self._saved = save_warehouse(self.spark, self.folder / "saved")
         return self.landing

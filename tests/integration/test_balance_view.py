@@ -119,19 +119,33 @@ INCREMENTAL_TABLES = (
 )
 
 
-@pytest.mark.both_formats
-@pytest.mark.slow
-@BASE
-def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt, base):
-    """From each table's own commit history: a later run merges or appends, never replaces."""
-    warehouse = base
+def build_later_run(dbt, warehouse) -> dict[str, list[Commit]]:
+    """On ``build_base``'s state, something for every model and snapshot to write: events (one
+    bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved to retail
+    from February 15th; built. Returns each incremental table's commits before that build."""
     before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
-    assert all(before.values()), before
-    # Something for every model and snapshot to write: events (one bad), a policy change, a move.
     warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m2", "retail", "2026-02-15")])
     dbt.scenario_build()
+    return before
+
+
+@pytest.fixture(scope="module")
+def later_run_state(spark, dbt, base_state, tmp_path_factory) -> BuiltState:
+    """``build_later_run`` on the base state: built once per worker, for the two tests that start
+    from it (one build instead of one each)."""
+    return BuiltState(spark, tmp_path_factory.mktemp("balance-view-later"), lambda landing: build_later_run(dbt, landing), parent=base_state)
+
+
+@pytest.mark.both_formats
+@pytest.mark.slow
+@BASE
+def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(later_run_state):
+    """From each table's own commit history: a later run merges or appends, never replaces."""
+    warehouse = later_run_state.restored()
+    before = later_run_state.result
+    assert all(before.values()), before
     for table, earlier in before.items():
         commits = table_commits(warehouse.spark, table)
         assert commits[: len(earlier)] == earlier, f"{table}: earlier commits lost or rewritten"
@@ -144,10 +158,9 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(dbt,
 @pytest.mark.both_formats
 @pytest.mark.slow
 @BASE
-def test_snapshots_keep_history_across_changes_and_a_full_refresh(dbt, base):
-    warehouse = base
-    warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
-    dbt.scenario_build()
+def test_snapshots_keep_history_across_changes_and_a_full_refresh(dbt, later_run_state):
+    # From the base state and a build that raised retail's reserve to 20% (and moved m2).
+    warehouse = later_run_state.restored()
     # An idle re-run adds and closes no version: test_invalidation.py's idle-build test (no commit
     # on either snapshot). The next changes are captured by the full refresh's build: dbt runs
     # snapshots in it as in any build (they have no full refresh), with every dbt test.
