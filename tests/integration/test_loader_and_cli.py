@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,14 +18,32 @@ from click.testing import CliRunner
 
 from payledger.cli import main
 from payledger.load import LoadError, load_file
+from payledger.warehouse import LANDING_EVENTS, drop_project_schemas
 from tests.processes import ROOT, executable
-from tests.support import event, merchant, policy
+from tests.support import Landing, event, merchant, policy
 
 pytestmark = pytest.mark.integration
 
 
 def landed(warehouse, table: str) -> int:
     return warehouse.rows(f"select count(*) as n from payledger_raw.{table}")[0]["n"]
+
+
+ONE_EVENT = pytest.mark.xdist_group("one_event")
+
+
+@pytest.fixture
+def one_event(spark, tmp_path) -> Landing:
+    """A warehouse whose landed events are one event, ``a`` (other tables as they are). The tests
+    of the ``one_event`` xdist group (one worker, one after the other) refuse files and load
+    nothing, so each usually finds it as the one before left it; otherwise every project schema is
+    dropped and the event landed again."""
+    warehouse = Landing(spark, tmp_path / "files", Path(os.environ["PAYLEDGER_WAREHOUSE"]))
+    landed_ids = [r.event_id for r in spark.sql(f"select event_id from {LANDING_EVENTS}").collect()] if spark.catalog.tableExists(LANDING_EVENTS) else []
+    if landed_ids != ["a"]:
+        drop_project_schemas(spark)
+        warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+    return warehouse
 
 
 def test_events_get_ingest_positions_in_file_order(warehouse):
@@ -71,8 +90,9 @@ def test_csv_events_load_with_parsed_types(warehouse, tmp_path):
         ("events.jsonl", '{"event_id": "x"}\nnot json\n', "line 2 is not JSON"),
     ],
 )
-def test_bad_event_files_fail_clearly_and_load_nothing(warehouse, tmp_path, name, content, message):
-    warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+@ONE_EVENT
+def test_bad_event_files_fail_clearly_and_load_nothing(one_event, tmp_path, name, content, message):
+    warehouse = one_event
     path = tmp_path / name
     path.write_text(content)
     with pytest.raises(LoadError, match=message):
@@ -218,8 +238,9 @@ def test_sql_command_prints_csv_and_json(warehouse):
         ("garbage.csv", '\x00\x01\x02,,\n"\n', "cannot read"),
     ],
 )
-def test_load_command_exits_non_zero_with_a_clear_message_and_loads_nothing(warehouse, tmp_path, name, content, message):
-    warehouse.load("payment_events", [event("a", "m1", "capture_settled", "1.00", "2026-01-01 00:00:00")])
+@ONE_EVENT
+def test_load_command_exits_non_zero_with_a_clear_message_and_loads_nothing(one_event, tmp_path, name, content, message):
+    warehouse = one_event
     path = tmp_path / name
     path.write_text(content)
     result = CliRunner().invoke(main, ["load", "events", str(path)])
