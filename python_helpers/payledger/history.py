@@ -225,8 +225,11 @@ def compile_queries(calls: dict[str, str], target_path: Path | None = None) -> d
     from payledger.dbt import run_dbt
 
     template = "{{ tojson({" + ", ".join(f"{json.dumps(name)}: {call}" for name, call in calls.items()) + "}) }}"
+    # Without dbt's relation cache: filling it lists every schema the project builds (one `show
+    # table extended` each) before compiling; the macros look up the one relation they read
+    # (`load_relation`), which lists that schema only.
     with contextlib.redirect_stdout(io.StringIO()):  # dbt prints an inline node's SQL even with --quiet
-        result = run_dbt("compile", "--inline", template, target_path=target_path)
+        result = run_dbt("compile", "--no-populate-cache", "--inline", template, target_path=target_path)
     if not result.success or not result.nodes:
         raise HistoryError(f"dbt could not compile the query: {result.exception or result.failures()}")
     compiled = next(iter(result.nodes.values())).node.compiled_code
