@@ -191,7 +191,21 @@ class CommittedStateReader:
         argv = [sys.executable, str(script), os.environ["PAYLEDGER_FORMAT"], location, str(warehouse), str(out), str(stop), api]
         self.process = Process(argv, dict(os.environ))
         assert self.process.wait_for("reader ready", timeout=180), self.process.lines[-20:]
-        time.sleep(1)
+        self.wait_for_rounds(1)
+
+    def wait_for_rounds(self, rounds: int) -> None:
+        """Wait until the reader has gone through ``rounds`` more rounds of its loop (each ends
+        with the server's answers for both merchants), so that it has read what was committed and
+        published before the call."""
+        out = self.folder / "states.jsonl"
+
+        def served() -> int:
+            return out.read_text().count('"kind": "served"') if out.exists() else 0
+
+        wanted, deadline = served() + 2 * rounds, time.monotonic() + 120
+        while served() < wanted:
+            assert self.process.popen.poll() is None and time.monotonic() < deadline, self.process.lines[-20:]
+            time.sleep(0.1)
 
     @staticmethod
     def _health(api: str) -> dict | None:
@@ -232,7 +246,7 @@ def test_each_build_is_readable_and_explained_and_never_seen_half_written(dbt, w
     ids, states = three_builds(dbt, warehouse, after_first=lambda: reader.start(spark, warehouse.warehouse))
     try:
         replay = dbt.scenario_build("--selector", "balance_replay", "--vars", json.dumps({"replay_segment": "retail", "replay_from": "2026-02-01"}))
-        time.sleep(3)
+        reader.wait_for_rounds(2)
     finally:
         observed = reader.stop()
     boundaries = [as_state(expected_balances(state)) for state in states]
