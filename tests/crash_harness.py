@@ -3,14 +3,13 @@
 Run as ``python -m tests.crash_harness <command> ...`` with ``PAYLEDGER_WAREHOUSE`` set. The embedded
 Derby metastore admits one JVM at a time, so the tests drive every step through this harness (one
 process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED``, ``BUILDING`` and
-``BUILT`` on stdout as it goes, and ``verify`` and ``report`` end with one ``REPORT <json>`` line.
+``BUILT`` on stdout as it goes, and ``verify`` ends with one ``REPORT <json>`` line.
 
 Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
   verify FILE...           then ``dbt build`` (reconciling every key) and report the view, rejects,
                            snapshots and table counts
-  report                   report them as they are, without building
 ``BUILDING`` is printed when dbt starts its first node. Builds leave out generic and unit tests.
 """
 
@@ -49,8 +48,8 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     return result
 
 
-def _report(spark, result=None) -> dict:
-    """The warehouse as JSON-ready dicts; ``build_ok`` is None when nothing was built."""
+def _report(spark, result) -> dict:
+    """The warehouse after the build ``result`` as JSON-ready dicts."""
     from payledger.formats import table_commits
     from payledger.warehouse import VIEW, project_relations
     from tests.support import SNAPSHOTS
@@ -66,8 +65,8 @@ def _report(spark, result=None) -> dict:
     for table in SNAPSHOTS:
         snapshots[table] = rows(f"select * from {table}")
     return {
-        "build_ok": None if result is None else result.success,
-        "failures": [] if result is None else result.failures() or ([str(result.exception)] if result.exception else []),
+        "build_ok": result.success,
+        "failures": result.failures() or ([str(result.exception)] if result.exception else []),
         "view": rows(f"select * from {VIEW}"),
         "rejects": rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects"),
         "snapshots": snapshots,
@@ -94,10 +93,7 @@ def main(argv: list[str]) -> int:
         result = _build(artefacts, with_tests, full_reconciliation=True)
         print("REPORT " + json.dumps(_report(spark, result)), flush=True)
         return 0
-    if command == "report":
-        print("REPORT " + json.dumps(_report(spark)), flush=True)
-        return 0
-    raise SystemExit(f"unknown command {command!r}; expected land, land-and-build, verify or report")
+    raise SystemExit(f"unknown command {command!r}; expected land, land-and-build or verify")
 
 
 if __name__ == "__main__":

@@ -82,10 +82,6 @@ class Harness:
         """Land ``files`` (``kind=path``), ``dbt build``, and return the harness's report."""
         return self._report("verify", *files)
 
-    def report(self) -> dict:
-        """The warehouse as it is (view, rejects, snapshots, counts), without a build."""
-        return self._report("report")
-
     def _report(self, *args: str) -> dict:
         process = self.start(*args)
         assert process.finish() == 0, process.lines[-30:]
