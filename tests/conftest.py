@@ -75,7 +75,7 @@ ICEBERG_EXAMPLES = int(os.environ.get("PAYLEDGER_ICEBERG_EXAMPLES", "1"))
 
 from payledger.formats import session_format  # noqa: E402
 from payledger.warehouse import drop_project_schemas  # noqa: E402
-from tests.support import DbtProject, Landing  # noqa: E402
+from tests.support import BuiltState, DbtProject, Landing, build_balance_view_base  # noqa: E402
 
 
 def pytest_report_header(config) -> str:
@@ -187,6 +187,14 @@ def spark(table_format):
 def dbt(spark, table_format) -> DbtProject:
     """dbt in this process, its artefacts (target, logs) in a folder per format."""
     return DbtProject(WAREHOUSE / f"dbt-{table_format}")
+
+
+@pytest.fixture(scope="session")
+def balance_view_base(spark, dbt, tmp_path_factory) -> BuiltState:
+    """``build_balance_view_base``'s state (``tests/support.py``), built once per worker and
+    format and restored by each test that starts from it (tests in the ``BALANCE_VIEW_BASE`` xdist
+    group, which one worker per format runs: balance-view tests and the docs site)."""
+    return BuiltState(spark, tmp_path_factory.mktemp("balance-view"), lambda landing: build_balance_view_base(dbt, landing))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from payledger.contract import LANDING_TABLES
 from payledger.dbt import DbtInvocation, run_dbt
@@ -352,3 +353,25 @@ class BuiltState:
             self.result = self._build(self.landing)
             self._saved = save_warehouse(self.spark, self.folder / "saved")
         return self.landing
+
+
+#: The xdist group of the tests that start from ``build_balance_view_base``'s state (the
+#: ``balance_view_base`` fixture): one worker per format runs them, so that it is built once.
+BALANCE_VIEW_BASE = pytest.mark.xdist_group("balance_view_base")
+
+
+def seed_reference_data(warehouse: Landing) -> None:
+    """m1 in retail and m2 in travel from 2026-01-01; retail holds 10%, travel 5%."""
+    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01")])
+    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
+
+
+def build_balance_view_base(dbt: DbtProject, warehouse: Landing) -> None:
+    """The state several balance-view tests and the docs site start from: m1 (retail 10%)
+    released 100.00 in March, m2 (travel 5%) captured 7.00; built (``scenario_build``)."""
+    seed_reference_data(warehouse)
+    warehouse.load(
+        "payment_events",
+        [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"), event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
+    )
+    dbt.scenario_build()

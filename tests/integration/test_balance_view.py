@@ -19,7 +19,7 @@ from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
 from payledger.warehouse import CANONICAL, CHECKPOINT, RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
-from tests.support import DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, view_rows
+from tests.support import BALANCE_VIEW_BASE, DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, seed_reference_data, view_rows
 
 pytestmark = pytest.mark.integration
 
@@ -28,35 +28,14 @@ def view_snapshots(warehouse) -> list[Commit]:
     return table_commits(warehouse.spark, VIEW)
 
 
-def seed_reference_data(warehouse) -> None:
-    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01")])
-    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-
-
-def build_base(dbt, warehouse) -> None:
-    """The state the ``base`` tests start from: m1 (retail 10%) released 100.00 in March, m2
-    (travel 5%) captured 7.00; built."""
-    seed_reference_data(warehouse)
-    warehouse.load(
-        "payment_events",
-        [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"), event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
-    )
-    dbt.scenario_build()
-
-
-@pytest.fixture(scope="module")
-def base_state(spark, dbt, tmp_path_factory) -> BuiltState:
-    return BuiltState(spark, tmp_path_factory.mktemp("balance-view"), lambda landing: build_base(dbt, landing))
-
-
 @pytest.fixture
-def base(base_state) -> Landing:
-    """A warehouse holding ``build_base``'s state, built once per worker and restored for each test
-    that asks for it (tests marked with the ``balance_view_base`` xdist group, which one worker runs)."""
-    return base_state.restored()
+def base(balance_view_base) -> Landing:
+    """A warehouse holding ``build_balance_view_base``'s state (``tests/conftest.py``), built once
+    per worker and restored for each test that asks for it."""
+    return balance_view_base.restored()
 
 
-BASE = pytest.mark.xdist_group("balance_view_base")
+BASE = BALANCE_VIEW_BASE
 
 
 @pytest.mark.both_formats
@@ -120,7 +99,7 @@ INCREMENTAL_TABLES = (
 
 
 def build_later_run(dbt, warehouse) -> dict[str, list[Commit]]:
-    """On ``build_base``'s state, something for every model and snapshot to write: events (one
+    """On ``build_balance_view_base``'s state, something for every model and snapshot to write: events (one
     bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved to retail
     from February 15th; built. Returns each incremental table's commits before that build."""
     before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
@@ -132,10 +111,10 @@ def build_later_run(dbt, warehouse) -> dict[str, list[Commit]]:
 
 
 @pytest.fixture(scope="module")
-def later_run_state(spark, dbt, base_state, tmp_path_factory) -> BuiltState:
+def later_run_state(spark, dbt, balance_view_base, tmp_path_factory) -> BuiltState:
     """``build_later_run`` on the base state: built once per worker, for the two tests that start
     from it (one build instead of one each)."""
-    return BuiltState(spark, tmp_path_factory.mktemp("balance-view-later"), lambda landing: build_later_run(dbt, landing), parent=base_state)
+    return BuiltState(spark, tmp_path_factory.mktemp("balance-view-later"), lambda landing: build_later_run(dbt, landing), parent=balance_view_base)
 
 
 @pytest.mark.both_formats

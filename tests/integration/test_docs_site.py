@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -21,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from payledger.warehouse import drop_project_schemas
-from tests.support import DbtProject, Landing, event, merchant, policy
+from tests.support import BALANCE_VIEW_BASE, DbtProject
 
-# One worker runs this file, so the docs site (a module fixture) is usually built once.
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("docs_site")]
+# One worker runs this file, with the balance-view tests whose built state the site is generated
+# from (``balance_view_base``), so the docs site (a module fixture) and that state are built once.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, BALANCE_VIEW_BASE]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "target" / "test-output" / "docs-lineage.png"
@@ -56,19 +55,15 @@ return graph.elements
 
 
 @pytest.fixture(scope="module")
-def docs_site(spark, tmp_path_factory):
-    """The docs site of a built warehouse, served on 127.0.0.1; yields (base url, target folder).
+def docs_site(balance_view_base, tmp_path_factory):
+    """The docs site of a built warehouse (``balance_view_base``: two merchants, their policies and
+    events, built), served on 127.0.0.1; yields (base url, target folder).
 
     dbt writes into a target folder of this module's own, so no other test's build rewrites the
     site's manifest while it is served.
     """
     dbt = DbtProject(tmp_path_factory.mktemp("docs-dbt"))
-    drop_project_schemas(spark)
-    warehouse = Landing(spark, tmp_path_factory.mktemp("docs"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
-    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01")])
-    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01")])
-    warehouse.load("payment_events", [event("e1", "m1", "capture_settled", "10.00", "2026-03-01 10:00:00")])
-    dbt.scenario_build()
+    balance_view_base.restored()
     dbt("docs", "generate")
     target = dbt.artefacts / "target"
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(target))
