@@ -99,9 +99,10 @@ INCREMENTAL_TABLES = (
 
 
 def build_later_run(dbt, warehouse) -> dict[str, list[Commit]]:
-    """On ``build_balance_view_base``'s state, something for every model and snapshot to write: events (one
-    bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved to retail
-    from February 15th; built. Returns each incremental table's commits before that build."""
+    """On ``build_balance_view_base``'s state, something for every model and snapshot to write:
+    events (one bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved
+    to retail from February 15th; built. Returns each incremental table's commits before that
+    build."""
     before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
     warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
