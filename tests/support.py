@@ -329,10 +329,10 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
 
 class BuiltState:
     """A warehouse state that several tests start from: built once per worker (and module or
-    session: its fixture's scope) by ``build(landing)`` (on an empty warehouse, or on ``parent``'s state restored), saved, and
-    restored before each test (``restored()``); built anew only when the saved state is gone
-    (another module's test emptied the warehouse since). ``result`` is what the latest ``build``
-    returned."""
+    session: its fixture's scope) by ``build(landing)`` (on an empty warehouse, or on ``parent``'s
+    state restored), saved, and restored before each test (``restored()``); built anew only when
+    the saved state is gone (another module's test emptied the warehouse since). ``result`` is what
+    the latest ``build`` returned."""
 
     def __init__(self, spark, folder: Path, build: Callable[[Landing], Any], parent: BuiltState | None = None) -> None:
         self.spark = spark
