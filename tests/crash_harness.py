@@ -27,7 +27,7 @@ def _say(marker: str) -> None:
 
 def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool = False):
     from payledger.dbt import FULL_RECONCILIATION, run_dbt
-    from tests.support import SCENARIO_SELECTION
+    from tests.support import SCENARIO_SELECTION, DbtProject
 
     started = []
 
@@ -39,11 +39,11 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     # Generic and unit tests are left out for speed; the singular tests (reconciliation,
     # conservation) run when with_tests is true, on every key when full_reconciliation is.
     selection = SCENARIO_SELECTION if with_tests else ("--exclude", "resource_type:test", "resource_type:unit_test")
-    scope = FULL_RECONCILIATION if full_reconciliation else ()
-    # verify's full reconciliation (a --vars) keeps a target folder of its own: dbt's partial parse
-    # of each folder survives (a change of vars re-parses the whole project).
-    target = artefacts / ("target-full" if full_reconciliation else "target")
-    result = run_dbt("build", *selection, *scope, target_path=target, log_path=artefacts / "logs", on_event=on_event)
+    args = ("build", *selection, *(FULL_RECONCILIATION if full_reconciliation else ()))
+    # The tests' target folder per --vars value (verify's full reconciliation has its own), so
+    # dbt's partial parse survives; run here, not through DbtProject, for the event callback.
+    target = DbtProject(artefacts).target_path(args)
+    result = run_dbt(*args, target_path=target, log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
     return result
 
