@@ -21,6 +21,8 @@ invocation_id = "00000000-0000-0000-0000-000000000000"
 run_started_at = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 target = types.SimpleNamespace(name="delta", type="spark", schema="payledger")
 modules = types.SimpleNamespace(datetime=datetime, re=re, itertools=itertools)
+#: The project's root (this package is scripts/sqlfluff_dbt_stubs/).
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Namespace:
@@ -45,9 +47,7 @@ class _Context:
 context = _Context()
 #: The project's vars whose values are plain YAML (not Jinja that dbt renders per target).
 _PROJECT_VARS = {
-    name: value
-    for name, value in yaml.safe_load((Path(__file__).resolve().parents[2] / "dbt_project.yml").read_text())["vars"].items()
-    if not (isinstance(value, str) and "{" in value)
+    name: value for name, value in yaml.safe_load((_ROOT / "dbt_project.yml").read_text())["vars"].items() if not (isinstance(value, str) and "{" in value)
 }
 
 
@@ -70,7 +70,7 @@ def _private_macros():
     """The private macros, in an environment of their own whose globals also hold the public macros
     they call (money_type, ...) and this module's stubs."""
     environment = jinja2.Environment(extensions=["jinja2.ext.do"])
-    macros = Path(__file__).resolve().parents[2] / "macros"
+    macros = _ROOT / "macros"
     environment.globals.update({name: value for name, value in globals().items() if not name.startswith("_")})
     for path in sorted(macros.rglob("[!_]*.sql")):
         if not re.search(r"{%-?\s*materialization\s", text := path.read_text()):  # dbt's own tag
@@ -91,10 +91,11 @@ def _private_macros():
 # sqlfluff executes this module again for every file it templates (a new module object each time:
 # its `_extract_libraries_from_config`), and compiling the macros took about 0.8 s per file, 52 of
 # `sqlfluff lint`'s 88 s. The compiled macros are kept for the process in a module of their own in
-# sys.modules, keyed by the macro files' paths and modification times; the stubs that their
-# environment holds have no state, so what one import compiled serves every later one.
+# sys.modules, keyed by the paths and modification times of what they were compiled from: the
+# macro files, and dbt_project.yml, whose vars the stubs in their environment (`var`) answer.
 _cache = sys.modules.setdefault("payledger_sqlfluff_stub_cache", types.ModuleType("payledger_sqlfluff_stub_cache"))
-_key = tuple((str(path), path.stat().st_mtime_ns) for path in sorted((Path(__file__).resolve().parents[2] / "macros").rglob("*.sql")))
+_sources = [*sorted((_ROOT / "macros").rglob("*.sql")), _ROOT / "dbt_project.yml"]
+_key = tuple((str(path), path.stat().st_mtime_ns) for path in _sources)
 if getattr(_cache, "key", None) != _key:
     _cache.key, _cache.macros = _key, _private_macros()
 globals().update(_cache.macros)
