@@ -257,10 +257,18 @@ def ensure_landing_tables(spark) -> None:
     (warehouses created before it hold decimal(18,2)) is rewritten first, see ``_widen_amounts``.
     """
     using = session_format(spark)
-    spark.sql(f"create database if not exists {RAW_SCHEMA}")
-    for table, (columns, _, _) in LANDING_TABLES.items():
-        spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns}) using {using}")
-    spark.sql(f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG} ({LOAD_LOG_COLUMNS}) using {using}")
+    # One listing of the schema from the metastore instead of a `create table if not exists` per
+    # table: each of those resolves its table through the format's catalog (Delta reads the table's
+    # log), 0.17-0.27 s in all per load against 0.05-0.07 s for the listing, in a warm JVM.
+    existing = set()
+    if spark.catalog.databaseExists(RAW_SCHEMA):
+        existing = {row["tableName"] for row in spark.sql(f"show tables in {RAW_SCHEMA}").collect()}
+    else:
+        spark.sql(f"create database if not exists {RAW_SCHEMA}")
+    wanted = {table: columns for table, (columns, _, _) in LANDING_TABLES.items()} | {LOAD_LOG: LOAD_LOG_COLUMNS}
+    for table, columns in wanted.items():
+        if table not in existing:
+            spark.sql(f"create table if not exists {RAW_SCHEMA}.{table} ({columns}) using {using}")
     _widen_amounts(spark, f"{RAW_SCHEMA}.payment_events", using)
 
 
@@ -344,11 +352,12 @@ def load_file(spark, kind: str, path: Path, warehouse: Path) -> int:
 
 
 def _log_load(spark, kind: str, path: Path, rows: int, written: int) -> None:
-    """Append the delivery to ``payledger_raw.load_log`` (after the data's own commit)."""
-    spark.createDataFrame(
-        [(kind, path.name, rows, written)], "table_name string, file_name string, rows_in_file bigint, rows_written bigint"
-    ).createOrReplaceTempView("payledger_load_log_row")
-    spark.sql(f"insert into {RAW_SCHEMA}.{LOAD_LOG} select *, current_timestamp() as loaded_at from payledger_load_log_row")
+    """Append the delivery to ``payledger_raw.load_log`` (after the data's own commit): one
+    ``insert ... values`` with the values as parameters (a file name may hold any character)."""
+    spark.sql(
+        f"insert into {RAW_SCHEMA}.{LOAD_LOG} values (:table_name, :file_name, :rows_in_file, :rows_written, current_timestamp())",
+        args={"table_name": kind, "file_name": path.name, "rows_in_file": rows, "rows_written": written},
+    )
 
 
 def _append_events(spark, target: str, staged_uri: str, rows: int) -> int:
@@ -380,15 +389,22 @@ def _upsert_current_state(spark, path: Path, target: str, staged_uri: str, key: 
     select = ", ".join([*value_columns, f"coalesce(updated_at, timestamp '{loaded_at}') as updated_at"])
     changed = " or ".join(f"not (dest.{name} <=> src.{name})" for name in value_columns if name != key)
     source = f"(select {select} from parquet.`{staged_uri}`)"
-    backwards = spark.sql(
+    # One scan of the file against the table answers both questions: the rows to write (new or
+    # changed) and the changed rows that go back in time, sorted by key.
+    checked = spark.sql(
         f"""
-        select src.{key} as key, cast(src.updated_at as string) as given, cast(dest.updated_at as string) as latest
+        select
+            count_if(dest.{key} is null or ({changed})) as written,
+            array_sort(collect_list(
+                case when dest.{key} is not null and ({changed}) and not coalesce(src.updated_at > dest.updated_at, true)
+                    then named_struct('key', src.{key}, 'given', cast(src.updated_at as string), 'latest', cast(dest.updated_at as string))
+                end
+            )) as backwards
         from {source} as src
-        inner join {target} as dest on dest.{key} = src.{key}
-        where ({changed}) and not coalesce(src.updated_at > dest.updated_at, true)
-        order by src.{key}
+        left join {target} as dest on dest.{key} = src.{key}
         """
-    ).collect()
+    ).first()
+    written, backwards = checked["written"], checked["backwards"]
     if backwards:
         first = backwards[0]
         raise LoadError(
@@ -396,9 +412,6 @@ def _upsert_current_state(spark, path: Path, target: str, staged_uri: str, key: 
             f"updated_at {first['latest']} UTC ({len(backwards)} changed row(s) go back in time, e.g. "
             f"{', '.join(repr(r['key']) for r in backwards[:5])}); per key, updated_at must move forward. Nothing was loaded."
         )
-    written = spark.sql(
-        f"select count(*) as n from {source} as src left join {target} as dest on dest.{key} = src.{key} where dest.{key} is null or {changed}"
-    ).first()["n"]
     if written:
         spark.sql(
             f"""

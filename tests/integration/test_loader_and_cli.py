@@ -186,6 +186,16 @@ def test_policies_upsert_current_state_and_refuse_bad_rows(warehouse):
     with pytest.raises(LoadError, match="is empty"):
         warehouse.load("merchants", [{"merchant_id": "m1", "segment": None, "segment_effective_from": None}])
     assert landed(warehouse, "merchants") == 0
+    # The load log holds one row per file loaded (its name, rows in it, rows written), none per refusal.
+    path = warehouse.write("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
+    quoted = path.rename(path.with_name('it\'s a "policy" file.parquet'))
+    assert load_file(warehouse.spark, "reserve_policies", quoted, warehouse.warehouse) == 0
+    deliveries = warehouse.rows("select table_name, file_name, rows_in_file, rows_written from payledger_raw.load_log order by loaded_at")
+    assert [tuple(d.values()) for d in deliveries] == [
+        ("reserve_policies", "reserve_policies-0.parquet", 2, 2),
+        ("reserve_policies", "reserve_policies-1.parquet", 2, 1),
+        ("reserve_policies", quoted.name, 1, 0),
+    ]
 
 
 def test_a_changed_row_going_back_in_time_for_its_key_is_refused_and_nothing_loads(warehouse):
