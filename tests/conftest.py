@@ -112,25 +112,20 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 class _Order:
-    """Delta's tests, then Iceberg's, each with the test marked ``slow(longest=True)`` first, then
-    the tests of an xdist group, then the other tests marked ``slow``, then the rest, keeping
-    pytest-randomly's shuffled order within each part (its hook runs earlier). `make test` runs
-    xdist with `--no-loadscope-reorder`, so the workers take the tests in this order: each worker
-    switches its Spark session once, from Delta to Iceberg (a switch ends the module fixtures built
-    in the other format), and no test of many minutes starts when the other worker has nothing left
-    to run. A group is one unit of work for xdist, and among the longest: in a clean clone, Delta's
-    balance-view group took 412 s, its invalidation group 278 s, Iceberg's 142 s and 164 s. The
-    crash test (231-393 s, in separate processes) goes first: drawn late within its part, it kept
-    one worker busy alone (replaying xdist's scheduling with a clean clone's durations over nine
-    shuffles: the last test ended 41 s earlier on average, 65 s in the worst)."""
+    """Delta's tests, then Iceberg's, each with the tests of an xdist group first, then the other
+    tests marked ``slow``, then the rest, keeping pytest-randomly's shuffled order within each part
+    (its hook runs earlier). `make test` runs xdist with `--no-loadscope-reorder`, so the workers
+    take the tests in this order: each worker switches its Spark session once, from Delta to
+    Iceberg (a switch ends the module fixtures built in the other format), and no test of many
+    minutes starts when the other worker has nothing left to run (with two workers, one drawn near
+    the end kept one busy alone). A group is one unit of work for xdist, and among the longest: in a
+    clean clone, Delta's balance-view group took 412 s, its invalidation group 278 s, Iceberg's 142 s
+    and 164 s."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items) -> None:
         def part(item) -> int:
-            slow = item.get_closest_marker("slow")
-            if slow is not None and slow.kwargs.get("longest"):
-                return -1
-            return 0 if item.get_closest_marker("xdist_group") is not None else 1 if slow is not None else 2
+            return 0 if item.get_closest_marker("xdist_group") is not None else 1 if item.get_closest_marker("slow") is not None else 2
 
         items.sort(key=lambda item: (FORMATS.index(_format_of(item)), part(item)))
 

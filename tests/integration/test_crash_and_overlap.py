@@ -60,7 +60,7 @@ def assert_recovered(history: History, report: dict, kept: dict, harness: Harnes
     return versions
 
 
-@pytest.mark.slow(longest=True)
+@pytest.mark.slow
 @pytest.mark.both_formats
 def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     rng = random.Random(20261122)
