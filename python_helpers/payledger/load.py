@@ -259,7 +259,7 @@ def ensure_landing_tables(spark) -> None:
     using = session_format(spark)
     # One listing of the schema from the metastore instead of a `create table if not exists` per
     # table: each of those resolves its table through the format's catalog (Delta reads the table's
-    # log), 0.17-0.27 s in all per load against 0.05-0.07 s for the listing, in a warm JVM.
+    # log), 0.17-0.27 s in all per load against 0.05-0.07 s for the listing (Delta, warm JVM).
     existing = set()
     if spark.catalog.databaseExists(RAW_SCHEMA):
         existing = {row["tableName"] for row in spark.sql(f"show tables in {RAW_SCHEMA}").collect() if not row["isTemporary"]}
