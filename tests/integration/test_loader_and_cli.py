@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from payledger.cli import main
+from payledger.formats import session_format
 from payledger.load import LoadError, load_file
 from payledger.warehouse import LANDING_EVENTS, drop_project_schemas
 from tests.processes import ROOT, executable
@@ -103,8 +104,6 @@ def test_bad_event_files_fail_clearly_and_load_nothing(one_event, tmp_path, name
 def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_then_three_decimals_load(warehouse, tmp_path):
     """Landing tables made before amounts landed as decimal(38,18) hold decimal(18,2): the next load
     rewrites the events table, every row and ingest_seq kept, and its file's KWD 1.235 loads."""
-    from payledger.formats import session_format
-
     spark = warehouse.spark
     spark.sql("create database if not exists payledger_raw")
     spark.sql(
@@ -126,6 +125,46 @@ def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_t
         ("k1", Decimal("1.235"), 3),
     ]
     assert [r["at"] for r in rows[:2]] == ["2026-01-02 00:00:00"] * 2
+
+
+def test_a_view_is_kept_while_its_query_and_columns_stay_and_created_again_when_either_changes(dbt, warehouse, tmp_path):
+    """On Delta, dbt keeps a view model whose stored query and columns are the model's (the
+    override of dbt-spark's `create_view_as`): a property set on the view survives the next run.
+    The loader widening the landed amounts changes the staging view's columns, not its query: the
+    next run creates it again (the property is gone) with the widened type. --full-refresh always
+    creates it. Iceberg views are created again on every run (a replace keeps an Iceberg view's
+    properties, so only the widened type is checked there)."""
+    spark = warehouse.spark
+    view = "payledger_staging.stg_payledger__payment_events"
+    spark.sql("create database if not exists payledger_raw")
+    spark.sql(
+        "create table payledger_raw.payment_events (event_id string, merchant_id string, currency string, event_type string,"
+        f" amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint) using {session_format(spark)}"
+    )
+
+    def run_view(*args: str) -> dict[str, str]:
+        """Runs the view's model, then marks the view; returns the view's properties before the mark."""
+        dbt("run", "--select", "stg_payledger__payment_events", *args)
+        properties = {r["key"]: r["value"] for r in warehouse.rows(f"show tblproperties {view}")}
+        spark.sql(f"alter view {view} set tblproperties ('payledger.test_mark' = 'kept')")
+        return properties
+
+    def amount_type() -> str:
+        return spark.table(view).schema["amount"].dataType.simpleString()
+
+    assert "payledger.test_mark" not in run_view()
+    assert amount_type() == "decimal(18,2)"
+    unchanged = run_view()
+    path = tmp_path / "events.csv"
+    path.write_text("event_id,merchant_id,currency,event_type,amount,event_time\nk1,m1,KWD,capture_settled,1.235,2026-10-01T12:00:00Z\n")
+    assert load_file(spark, "payment_events", path, warehouse.warehouse) == 1  # widens amount
+    widened = run_view()
+    assert amount_type() == "decimal(38,18)"
+    assert warehouse.rows(f"select amount from {view}") == [{"amount": Decimal("1.235")}]
+    if session_format(spark) == "delta":
+        assert unchanged.get("payledger.test_mark") == "kept", "an unchanged view was created again"
+        assert "payledger.test_mark" not in widened, "a view whose columns changed was kept"
+        assert "payledger.test_mark" not in run_view("--full-refresh"), "--full-refresh kept the view"
 
 
 def test_parquet_times_in_any_zone_and_unit_load_as_utc_microseconds(warehouse, tmp_path):
