@@ -50,7 +50,6 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
 
 def _report(spark, result) -> dict:
     """The warehouse after the build ``result`` as JSON-ready dicts."""
-    from payledger.formats import table_commits
     from payledger.warehouse import VIEW, project_relations
     from tests.support import SNAPSHOTS
 
@@ -71,7 +70,6 @@ def _report(spark, result) -> dict:
         "rejects": rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects"),
         "snapshots": snapshots,
         "counts": counts,
-        "view_commits": len(table_commits(spark, VIEW)),
     }
 
 

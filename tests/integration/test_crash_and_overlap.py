@@ -56,7 +56,7 @@ def assert_recovered(history: History, report: dict, kept: dict, harness: Harnes
         assert key in versions, f"snapshot version lost after a crash: {key}"
         if old["dbt_valid_to"] is not None:
             assert versions[key] == old, f"snapshot version rewritten after a crash: {old} -> {versions[key]}"
-    assert all(isinstance(n, int) for n in report["counts"].values()), report["counts"]
+    assert report["counts"] and all(isinstance(n, int) for n in report["counts"].values()), report["counts"]
     return versions
 
 
