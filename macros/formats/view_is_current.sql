@@ -1,7 +1,7 @@
 {% macro view_is_current(relation, sql) -%}
     {#-
-        Whether the existing view `relation` stores `sql` as its query and the columns (names and
-        types) `sql` yields now, so that creating it again would change nothing
+        Whether the view `relation` exists and stores `sql` as its query and the columns (names
+        and types) `sql` yields now, so that creating it again would change nothing
         (spark__create_view_as keeps it then).
     -#}
     {{- return(format_variant('view_is_current')(relation, sql)) -}}
@@ -15,6 +15,12 @@
         the columns `sql` yields now. The columns can differ while the text does not: a landing
         table whose amounts `payledger load` widened changes a staging view's columns.
     -#}
+    {#- Only a view in a schema: the staging relation of a snapshot may be a temporary view. -#}
+    {%- set existing = none if relation.schema is none else
+        adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+    {%- if existing is none or not existing.is_view -%}
+        {{- return(false) -}}
+    {%- endif -%}
     {%- set stored_columns, details = [], {} -%}
     {%- for row in run_query('describe table extended ' ~ relation.render()) -%}
         {%- if details or not row[0] -%}

@@ -10,7 +10,7 @@
     than the query), and whenever view_is_current says no.
 -#}
 {% macro spark__create_view_as(relation, sql) -%}
-    {%- if execute and _view_may_be_kept(relation) and view_is_current(relation, sql) -%}
+    {%- if execute and _view_may_be_kept() and view_is_current(relation, sql) -%}
         {{ log('view ' ~ relation ~ ' already holds this query and its columns; nothing to do', info=false) }}
         select 'view {{ relation }} unchanged' as skipped
     {%- else -%}
@@ -19,14 +19,10 @@
 {%- endmacro %}
 
 
-{#- Private. Whether the view `relation` exists and the model's DDL would carry nothing but its
-    query (no --full-refresh, no persisted docs, no enforced contract). -#}
-{% macro _view_may_be_kept(relation) %}
+{#- Private. Whether the model's DDL would carry nothing but its query: no --full-refresh, no
+    persisted docs, no enforced contract. -#}
+{% macro _view_may_be_kept() %}
     {%- set contract = config.get('contract') -%}
-    {%- if should_full_refresh() or config.persist_relation_docs() or config.persist_column_docs()
-        or (contract and contract.enforced) -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- set existing = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
-    {{ return(existing is not none and existing.is_view) }}
+    {{ return(not (should_full_refresh() or config.persist_relation_docs() or config.persist_column_docs()
+        or (contract and contract.enforced))) }}
 {% endmacro %}
