@@ -15,7 +15,7 @@
         the columns `sql` yields now. The columns can differ while the text does not: a landing
         table whose amounts `payledger load` widened changes a staging view's columns.
     -#}
-    {#- Only a view in a schema: the staging relation of a snapshot may be a temporary view. -#}
+    {#- Only a view in a schema is looked up (dbt-spark stages some snapshots in a view without one). -#}
     {%- set existing = none if relation.schema is none else
         adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
     {%- if existing is none or not existing.is_view -%}

@@ -3,7 +3,7 @@
     replace view` on every run): a view that already stores this SQL and the columns it yields now
     is left as it is, with a no-op select for dbt's main statement (view_is_current says when, per
     table format). On Spark 3.5 a `create or replace view` of a metastore view drops it and creates
-    it again; the check reads the metastore and analyses the query, and runs no job.
+    it again; the check reads the metastore and analyses the query, and writes nothing.
     The view is created as dbt-spark creates it when it does not exist, on --full-refresh (also the
     way to create views again after changing a profile's Spark SQL settings, which a view captures
     when it is created), when the model persists docs or enforces a contract (its DDL carries more

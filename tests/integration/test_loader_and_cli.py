@@ -1,5 +1,5 @@
-"""``payledger load`` and ``payledger sql``: contract checks that load nothing on bad files; the CLI's
-error style, version and quiet output."""
+"""``payledger load`` and ``payledger sql``: contract checks that load nothing on bad files; a widened
+landing table and the staging view over it; the CLI's error style, version and quiet output."""
 
 from __future__ import annotations
 
