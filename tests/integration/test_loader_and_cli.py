@@ -101,15 +101,21 @@ def test_bad_event_files_fail_clearly_and_load_nothing(one_event, tmp_path, name
     assert landed(warehouse, "payment_events") == 1
 
 
-def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_then_three_decimals_load(warehouse, tmp_path):
-    """Landing tables made before amounts landed as decimal(38,18) hold decimal(18,2): the next load
-    rewrites the events table, every row and ingest_seq kept, and its file's KWD 1.235 loads."""
-    spark = warehouse.spark
+def create_two_decimal_events_table(spark) -> None:
+    """The events landing table as warehouses made before amounts landed as decimal(38,18) hold it:
+    ``amount decimal(18,2)``, empty."""
     spark.sql("create database if not exists payledger_raw")
     spark.sql(
         "create table payledger_raw.payment_events (event_id string, merchant_id string, currency string, event_type string,"
         f" amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint) using {session_format(spark)}"
     )
+
+
+def test_an_older_warehouses_two_decimal_amounts_are_widened_keeping_every_row_then_three_decimals_load(warehouse, tmp_path):
+    """Landing tables made before amounts landed as decimal(38,18) hold decimal(18,2): the next load
+    rewrites the events table, every row and ingest_seq kept, and its file's KWD 1.235 loads."""
+    spark = warehouse.spark
+    create_two_decimal_events_table(spark)
     spark.sql(
         "insert into payledger_raw.payment_events values ('o1', 'm1', 'USD', 'capture_settled', 12.50, timestamp'2026-01-01 00:00:00',"
         " timestamp'2026-01-02 00:00:00', 1), ('o2', 'm1', 'USD', 'payout_paid', 99999999999999.99, null, timestamp'2026-01-02 00:00:00', 2)"
@@ -136,11 +142,7 @@ def test_a_view_is_kept_while_its_query_and_columns_stay_and_created_again_when_
     properties, so only the widened type is checked there)."""
     spark = warehouse.spark
     view = "payledger_staging.stg_payledger__payment_events"
-    spark.sql("create database if not exists payledger_raw")
-    spark.sql(
-        "create table payledger_raw.payment_events (event_id string, merchant_id string, currency string, event_type string,"
-        f" amount decimal(18,2), event_time timestamp, ingested_at timestamp, ingest_seq bigint) using {session_format(spark)}"
-    )
+    create_two_decimal_events_table(spark)
 
     def run_view(*args: str) -> dict[str, str]:
         """Runs the view's model, then marks the view; returns the view's properties before the mark."""
