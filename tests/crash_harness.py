@@ -2,14 +2,15 @@
 
 Run as ``python -m tests.crash_harness <command> ...`` with ``PAYLEDGER_WAREHOUSE`` set. The embedded
 Derby metastore admits one JVM at a time, so the tests drive every step through this harness (one
-process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED``, ``BUILDING`` and
-``BUILT`` on stdout as it goes, and ``verify`` ends with one ``REPORT <json>`` line.
+process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED``, ``BUILDING``,
+``NODE <unique_id> <materialization>`` as each node starts, and ``BUILT`` on stdout as it goes, and ``verify`` ends with
+one ``REPORT <json>`` line.
 
 Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
   verify FILE...           then ``dbt build`` (reconciling every key) and report the view, rejects,
-                           snapshots and table counts
+                           snapshots, table counts and the nodes the build started
 ``BUILDING`` is printed when dbt starts its first node. Builds leave out generic and unit tests.
 """
 
@@ -29,12 +30,14 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     from payledger.dbt import FULL_RECONCILIATION, run_dbt
     from tests.support import SCENARIO_SELECTION, DbtProject
 
-    started = []
+    nodes: list[str] = []
 
     def on_event(event) -> None:  # BUILDING: the first node starts (parsing and start-up are over)
-        if event.info.name == "NodeStart" and not started:
-            started.append(True)
-            _say("BUILDING")
+        if event.info.name == "NodeStart":
+            if not nodes:
+                _say("BUILDING")
+            nodes.append(f"{event.data.node_info.unique_id} {event.data.node_info.materialized}")
+            _say(f"NODE {nodes[-1]}")  # the crash test kills when its chosen node starts
 
     # Generic and unit tests are left out for speed; the singular tests (reconciliation,
     # conservation) run when with_tests is true, on every key when full_reconciliation is.
@@ -45,11 +48,12 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     target = DbtProject(artefacts).target_path(args)
     result = run_dbt(*args, target_path=target, log_path=artefacts / "logs", on_event=on_event)
     _say("BUILT" if result.success else "BUILD-FAILED")
-    return result
+    return result, nodes
 
 
-def _report(spark, result) -> dict:
-    """The warehouse after the build ``result`` as JSON-ready dicts."""
+def _report(spark, result, nodes: list[str]) -> dict:
+    """The warehouse after the build ``result`` (which started ``nodes``, "<unique_id>
+    <materialization>" in order) as JSON-ready dicts."""
     from payledger.warehouse import VIEW, project_relations
     from tests.support import SNAPSHOTS
 
@@ -70,6 +74,7 @@ def _report(spark, result) -> dict:
         "rejects": rows("select ingest_seq, rejection_reason from payledger.payment_event_rejects"),
         "snapshots": snapshots,
         "counts": counts,
+        "nodes": nodes,
     }
 
 
@@ -86,10 +91,10 @@ def main(argv: list[str]) -> int:
     land_specs(spark, args, warehouse)
     _say("LANDED")
     if command in ("land", "land-and-build"):
-        return 0 if command == "land" or _build(artefacts, with_tests).success else 1
+        return 0 if command == "land" or _build(artefacts, with_tests)[0].success else 1
     if command == "verify":
-        result = _build(artefacts, with_tests, full_reconciliation=True)
-        print("REPORT " + json.dumps(_report(spark, result)), flush=True)
+        result, nodes = _build(artefacts, with_tests, full_reconciliation=True)
+        print("REPORT " + json.dumps(_report(spark, result, nodes)), flush=True)
         return 0
     raise SystemExit(f"unknown command {command!r}; expected land, land-and-build or verify")
 

@@ -1,12 +1,14 @@
 """Crash safety and overlapping runs, with dbt in separate processes (``tests.crash_harness``).
 
 Kills: a harness process lands a batch, starts ``dbt build`` and is SIGKILLed (with its Spark JVM,
-the whole process group) at a random moment of the build; then it is killed again during the
-recovery build. Every second round a normal re-run follows: after it the view and the rejects equal
-the reference fold (no event lost or counted twice), dbt's tests (reconciliation, conservation)
-pass, snapshot history is intact and every table is readable. Rounds alternate new-event batches
-and retroactive policy changes. Each process starts its own Spark driver (the embedded Derby
-metastore admits one at a time), so this file takes minutes.
+the whole process group) while a node of the build runs; then it is killed again during the
+recovery build. The build's nodes are split into as many parts as there are kills, taken in turn,
+so that the kills cover the whole build, from its first node to the view's MERGE and the audit.
+Every second round a normal re-run follows: after it the view and the rejects equal the reference
+fold (no event lost or counted twice), dbt's tests (reconciliation, conservation) pass, snapshot
+history is intact and every table is readable. Rounds alternate new-event batches and retroactive
+policy changes. Each process starts its own Spark driver (the embedded Derby metastore admits one
+at a time), so this file takes minutes.
 
 Overlap and the warm loop: while a warm loop (``payledger build --every``) builds, a scheduled build
 (``payledger build``, what cron runs) exits 75 without touching the warehouse; the loop builds again
@@ -66,12 +68,20 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     rng = random.Random(20261122)
     harness = Harness(tmp_path)
     history = small_history(harness.landing, rng, count=200)
-    kept = assert_recovered(history, harness.verify(*harness.landing.take()), {}, harness)
+    first = harness.verify(*harness.landing.take())
+    kept = assert_recovered(history, first, {}, harness)
     published = published_balances(harness)
 
-    # Kill moments are uniform over [0, window) after the build starts; the window grows to the
-    # longest build seen to complete, so kills cover the whole build, start to commit.
-    window, kills, completed, round_no = 20.0, [], 0, 0
+    # Where kills land: the nodes that write a table (the seed, snapshots, incremental and table
+    # models; views hold no state), in the order the first build started them, split into as many
+    # parts as there are kills (4 in make test). Each run of that many kills takes every part
+    # once, in a random order (so either cause meets any part); a kill waits for a node drawn from
+    # its part to start, then up to 2 s more. A build of this history in a new process takes about
+    # a minute on Delta: kills at random moments of its first 20 s never reached the checkpoint,
+    # the view or the audit.
+    nodes = [node for node in first["nodes"] if node.split()[1] not in ("view", "test")]
+    parts = min(histories.KILLS, len(nodes))
+    order, kills, completed, round_no = [], [], 0, 0
     while len(kills) < histories.KILLS:
         round_no += 1
         cause = "policy_change" if round_no % 2 == 0 else "new_events"
@@ -80,24 +90,29 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
             effective = dt.date(2026, 1, 1) + dt.timedelta(days=rng.randrange(30, 80))
             history.land_policies(harness.landing, [policy(segment, f"0.{rng.randrange(0, 5000):04d}", str(effective))])
         history.land_events(harness.landing, new_events(rng, round_no, history, count=20))
-        for attempt in range(2):  # the batch's build, then the recovery build, each killed at random
+        for attempt in range(2):  # the batch's build, then the recovery build, each killed
+            while len(order) <= len(kills):
+                order += rng.sample(range(parts), parts)
+            part = order[len(kills)]
+            target = rng.choice(nodes[-(-len(nodes) * part // parts) : -(-len(nodes) * (part + 1) // parts)])
             process = harness.start("land-and-build", "--no-tests", *(harness.landing.take() if attempt == 0 else []))
             assert process.wait_for("BUILDING"), process.lines[-30:]
-            started = time.monotonic()
-            time.sleep(rng.uniform(0, window))
+            if process.wait_for(f"NODE {target}"):
+                time.sleep(rng.uniform(0, 2))
             if process.kill() and "BUILT" not in process.lines and "BUILD-FAILED" not in process.lines:
-                kills.append({"round": round_no, "cause": cause, "attempt": attempt})
+                running = [line.split()[1] for line in process.lines if line.startswith("NODE ")][-1]
+                kills.append({"round": round_no, "cause": cause, "attempt": attempt, "node": running})
                 # Builds without tests publish nothing, killed or not: readers keep the last
                 # audited version.
                 assert published_balances(harness) == published
-            else:
-                assert "BUILT" in process.lines, process.lines[-30:]
+            else:  # the chosen node ran, and the build ended before the kill
+                assert "BUILT" in process.lines and f"NODE {target}" in process.lines, process.lines[-30:]
                 completed += 1
-                window = max(window, time.monotonic() - started)
         if round_no % 2 == 0 or len(kills) >= histories.KILLS:  # a normal re-run every second round
             kept = assert_recovered(history, harness.verify(), kept, harness)
             published = published_balances(harness)
     print(f"crash: {len(kills)} kills mid-build over {round_no} rounds ({completed} builds completed before their kill)")
+    print(f"crash: nodes that write {[n.split()[0] for n in nodes]}; killed in {[k['node'] for k in kills]}")
     assert {k["cause"] for k in kills} == {"new_events", "policy_change"}
 
 
