@@ -87,14 +87,22 @@ def test_make_docs_generates_and_serves_the_site_on_a_fresh_warehouse(tmp_path):
         process.kill()
 
 
-@pytest.mark.parametrize("switch", ["PAYLEDGER_FORMAT", "PAYLEDGER_TARGET"])
-def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(switch, tmp_path):
+def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(tmp_path):
     """dbt keeps its parse in the target path (partial parsing); `make bench FORMAT=iceberg` after a
-    Delta run, in the same checkout, must not write Delta tables from the Delta parse."""
-    formats = {}
-    for chosen in ("delta", "iceberg", "delta"):
-        value = chosen if switch == "PAYLEDGER_FORMAT" else ("iceberg" if chosen == "iceberg" else "local")
-        env = {**os.environ, "PAYLEDGER_FORMAT": "delta", switch: value}
+    Delta run, in the same checkout, must not write Delta tables from the Delta parse. Five parses
+    in one target path switch the format each time, each way by each switch: PAYLEDGER_FORMAT, and
+    PAYLEDGER_TARGET naming a target (`local`, the Delta target's old name, or `iceberg`)."""
+    steps = [
+        ("PAYLEDGER_FORMAT", "delta"),
+        ("PAYLEDGER_FORMAT", "iceberg"),
+        ("PAYLEDGER_TARGET", "local"),
+        ("PAYLEDGER_TARGET", "iceberg"),
+        ("PAYLEDGER_FORMAT", "delta"),
+    ]
+    formats = []
+    for switch, value in steps:
+        env = {key: item for key, item in os.environ.items() if key != "PAYLEDGER_TARGET"}
+        env = {**env, "PAYLEDGER_FORMAT": "delta" if switch == "PAYLEDGER_TARGET" else value, switch: value}
         parsed = subprocess.run(
             [executable("dbt"), "parse", "--project-dir", ".", "--profiles-dir", "profiles", "--target-path", str(tmp_path / "target")],
             cwd=ROOT,
@@ -106,5 +114,5 @@ def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(switch, tmp_pa
         assert parsed.returncode == 0, parsed.stdout[-3000:]
         nodes = json.loads((tmp_path / "target" / "manifest.json").read_text())["nodes"].values()
         tables = [n for n in nodes if n["resource_type"] in ("model", "seed", "snapshot") and n["config"].get("materialized") != "view"]
-        formats.setdefault(chosen, []).append({n["config"]["file_format"] for n in tables})
-    assert formats == {"delta": [{"delta"}, {"delta"}], "iceberg": [{"iceberg"}]}, formats
+        formats.append({n["config"]["file_format"] for n in tables})
+    assert formats == [{"delta"}, {"iceberg"}, {"delta"}, {"iceberg"}, {"delta"}], list(zip(steps, formats, strict=True))
