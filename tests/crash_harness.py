@@ -3,8 +3,8 @@
 Run as ``python -m tests.crash_harness <command> ...`` with ``PAYLEDGER_WAREHOUSE`` set. The embedded
 Derby metastore admits one JVM at a time, so the tests drive every step through this harness (one
 process, one Spark driver each) and can SIGKILL it mid-build. It prints ``LANDED``, ``BUILDING``,
-``NODE <unique_id> <materialization>`` as each node starts, and ``BUILT`` on stdout as it goes, and ``verify`` ends with
-one ``REPORT <json>`` line.
+``NODE <unique_id> <materialization>`` as each node starts, and ``BUILT`` on stdout as it goes;
+``verify`` ends with one ``REPORT <json>`` line.
 
 Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that

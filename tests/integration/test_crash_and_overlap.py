@@ -2,13 +2,13 @@
 
 Kills: a harness process lands a batch, starts ``dbt build`` and is SIGKILLed (with its Spark JVM,
 the whole process group) while a node of the build runs; then it is killed again during the
-recovery build. The build's nodes are split into as many parts as there are kills, taken in turn,
-so that the kills cover the whole build, from its first node to the view's MERGE and the audit.
-Every second round a normal re-run follows: after it the view and the rejects equal the reference
-fold (no event lost or counted twice), dbt's tests (reconciliation, conservation) pass, snapshot
-history is intact and every table is readable. Rounds alternate new-event batches and retroactive
-policy changes. Each process starts its own Spark driver (the embedded Derby metastore admits one
-at a time), so this file takes minutes.
+recovery build. The nodes that write a table are split into as many parts as there are kills, and
+each run of that many kills takes every part once, so that the kills cover the whole build, from
+the seed to the view's MERGE and the audit. Every second round a normal re-run follows: after it
+the view and the rejects equal the reference fold (no event lost or counted twice), dbt's tests
+(reconciliation, conservation) pass, snapshot history is intact and every table is readable.
+Rounds alternate new-event batches and retroactive policy changes. Each process starts its own
+Spark driver (the embedded Derby metastore admits one at a time), so this file takes minutes.
 
 Overlap and the warm loop: while a warm loop (``payledger build --every``) builds, a scheduled build
 (``payledger build``, what cron runs) exits 75 without touching the warehouse; the loop builds again
@@ -94,6 +94,7 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
             while len(order) <= len(kills):
                 order += rng.sample(range(parts), parts)
             part = order[len(kills)]
+            # Part boundaries rounded up (-(-a // b)): with 4 parts, the last is the view and the audit.
             target = rng.choice(nodes[-(-len(nodes) * part // parts) : -(-len(nodes) * (part + 1) // parts)])
             process = harness.start("land-and-build", "--no-tests", *(harness.landing.take() if attempt == 0 else []))
             assert process.wait_for("BUILDING"), process.lines[-30:]
