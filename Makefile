@@ -6,10 +6,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.payledger-installed
 # uv installs requirements.txt into .venv: on a machine without a package cache, 42 s against pip's
-# 94 s, the same versions of every package (`pip freeze` of both venvs, 2026-11-29). It compiles
-# their bytecode, and setup compiles the project's (python_helpers, tests), at install time: uv does
-# not by default, and where PYTHONDONTWRITEBYTECODE is set (these machines) Python never writes it,
-# so every process compiled each module it imported again (a `dbt parse` 14.0 s -> 9.0 s with it).
+# 94 s, the same versions of every package (`pip freeze` of both venvs, 2026-11-29). Then setup
+# compiles the bytecode of every installed package and of the project (python_helpers, tests; 16 s
+# from none): uv does not, and where PYTHONDONTWRITEBYTECODE is set (these machines) Python never
+# writes it, so every process compiled each module it imported again (a `dbt parse` 14.0 s -> 9.0
+# s). compileall, not uv's --compile-bytecode, which compiles only the packages it installs.
 UV := uv==0.13.8
 # The table formats' jars, from Maven Central (pom.xml), checked against jars.sha256.
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
@@ -41,9 +42,9 @@ $(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_
 	bash scripts/install_system_packages.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet $(UV)
-	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -r requirements.txt
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.txt
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps -e python_helpers
-	$(PY) -m compileall -q python_helpers/payledger tests
+	$(PY) -m compileall -q -j 0 $(VENV)/lib python_helpers/payledger tests
 	touch $(STAMP)
 
 $(JARS) &: pom.xml jars.sha256 $(STAMP)
