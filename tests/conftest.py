@@ -112,22 +112,30 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 class _Order:
-    """Delta's tests, then Iceberg's, each with the tests of an xdist group first, then the other
-    tests marked ``slow``, then the rest, keeping pytest-randomly's shuffled order within each part
-    (its hook runs earlier). `make test` runs xdist with `--no-loadscope-reorder`, so the workers
-    take the tests in this order: each worker switches its Spark session once, from Delta to
-    Iceberg (a switch ends the module fixtures built in the other format), and no test of many
-    minutes starts when the other worker has nothing left to run (with two workers, one drawn near
-    the end kept one busy alone). A group is one unit of work for xdist, and among the longest: in a
-    clean clone, Delta's balance-view group took 412 s, its invalidation group 278 s, Iceberg's 142 s
-    and 164 s."""
+    """First the slow tests that run the project only in processes of their own (no ``spark``
+    fixture: the crash, overlap and Thrift Server tests, in both formats), then Delta's tests, then
+    Iceberg's, each with the tests of an xdist group first, then the other tests marked ``slow``,
+    then the rest, keeping pytest-randomly's shuffled order within each part (its hook runs
+    earlier). `make test` runs xdist with `--no-loadscope-reorder`, so the workers take the tests
+    in this order: each worker switches its Spark session once, from Delta to Iceberg (a switch ends
+    the module fixtures built in the other format), and no test of many minutes starts when the
+    other worker has nothing left to run. The first part needs no session of the worker, so its
+    Iceberg tests run before any Delta one without a switch; among them is the longest Iceberg test
+    (the crash test, 205-330 s in clean clones), which ran in the Iceberg part: in a clean clone of
+    82ffc08 it started 211 s before the run ended and finished last. A group is one unit of work
+    for xdist, and among the longest: in a clean clone, Delta's balance-view group took 412 s, its
+    invalidation group 278 s, Iceberg's 142 s and 164 s."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items) -> None:
-        def part(item) -> int:
-            return 0 if item.get_closest_marker("xdist_group") is not None else 1 if item.get_closest_marker("slow") is not None else 2
+        def key(item) -> tuple[int, int]:
+            slow = item.get_closest_marker("slow") is not None
+            if slow and "spark" not in item.fixturenames:
+                return (0, 0)
+            part = 0 if item.get_closest_marker("xdist_group") is not None else 1 if slow else 2
+            return (1 + FORMATS.index(_format_of(item)), part)
 
-        items.sort(key=lambda item: (FORMATS.index(_format_of(item)), part(item)))
+        items.sort(key=key)
 
 
 def pytest_configure(config) -> None:
