@@ -39,15 +39,8 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # large enough that its code is not flushed and compiled again. The overlap test alone on the idle
 # machine: 331 s against 327 s, and 415 machine CPU-seconds against 578, left to the other worker.
 # The workers' own JVMs live for the whole run and keep C2 (the ``spark`` fixture starts them with
-# WORKER_JAVA_OPTIONS): two C1-only workers had finished 11 of 19 tests when two default ones had
-# finished all 19. But C2 compiled every method that reached Java's default thresholds (5,000 calls),
-# and a worker met most of Spark's, Delta's and Iceberg's planning code: C2's compiler thread used
-# 138 of the 462 CPU-seconds of a worker's JVM over Delta's invalidation module alone (9 tests, 365
-# s), and in a clean clone each worker's JIT had spent 419-450 s compiling (`jstat -compiler`) 19
-# minutes into its JVM's life, CPU the other worker needed. With the C2 thresholds ten times
-# Java's, only the hottest methods reach C2 and the others keep C1's code: the same module took
-# 344 s, 366 CPU-seconds, 54.5 of them C2's (one run each: 4 times the thresholds gave 360 s, 405
-# and 84.6). Every JVM of the tests, workers' and processes' alike, runs the parallel
+# TEST_JAVA_OPTIONS only): two C1-only workers had finished 11 of 19 tests when two default ones had
+# finished all 19. Every JVM of the tests, workers' and processes' alike, runs the parallel
 # collector instead of G1 (Java 17's default here): a test's builds are a batch job, and G1's
 # concurrent work and write barriers are CPU that the other worker needs. The Delta maintenance test
 # alone on the idle machine used 236-258 machine CPU-seconds (143-153 s) in two runs with it,
@@ -55,12 +48,8 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # workers and processes alike. (xdist's workers inherit the controller's environment, where this
 # line has already run: hence the comparison with the value, not a test of whether the variable is
 # set.)
-GC_JAVA_OPTIONS = "-XX:+UseParallelGC"
-WORKER_JAVA_OPTIONS = (
-    f"{GC_JAVA_OPTIONS} -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000"
-    " -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-)
-CHILD_JAVA_OPTIONS = f"{GC_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
+TEST_JAVA_OPTIONS = "-XX:+UseParallelGC"
+CHILD_JAVA_OPTIONS = f"{TEST_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS) == CHILD_JAVA_OPTIONS
 # The one switch between the table formats: PAYLEDGER_FORMAT=delta or iceberg picks the default dbt
 # target (profiles.yml), the CLI's Spark session and the Thrift Server's format. Set when pytest
@@ -124,18 +113,18 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 class _Order:
     """First the slow tests that run the project only in processes of their own (no ``spark``
-    fixture: the crash, overlap and Thrift Server tests, in both formats), then Delta's tests, then
-    Iceberg's, each with the tests of an xdist group first, then the other tests marked ``slow``,
-    then the rest, keeping pytest-randomly's shuffled order within each part (its hook runs
-    earlier). `make test` runs xdist with `--no-loadscope-reorder`, so the workers take the tests
-    in this order: each worker switches its Spark session once, from Delta to Iceberg (a switch ends
-    the module fixtures built in the other format), and no test of many minutes starts when the
-    other worker has nothing left to run. The first part needs no session of the worker, so its
-    Iceberg tests run before any Delta one without a switch; among them is the longest Iceberg test
-    (the crash test, 205-330 s in clean clones), which ran in the Iceberg part: in a clean clone of
-    82ffc08 it started 211 s before the run ended and finished last. A group is one unit of work
-    for xdist, and among the longest: in a clean clone, Delta's balance-view group took 412 s, its
-    invalidation group 278 s, Iceberg's 142 s and 164 s."""
+    fixture: the crash, overlap, Thrift Server, `make docs` and quiet-CLI tests, in both formats),
+    then Delta's tests, then Iceberg's, each with the tests of an xdist group first, then the other
+    tests marked ``slow``, then the rest, keeping pytest-randomly's shuffled order within each part
+    (its hook runs earlier). `make test` runs xdist with `--no-loadscope-reorder`, so the workers
+    take the tests in this order: each worker switches its Spark session once, from Delta to Iceberg
+    (a switch ends the module fixtures built in the other format), and no test of many minutes
+    starts when the other worker has nothing left to run. The first part needs no session of the
+    worker, so its Iceberg tests run before any Delta one without a switch; among them is the
+    longest Iceberg test (the crash test, 205-330 s in clean clones), which ran in the Iceberg part:
+    in a clean clone of 82ffc08 it started 211 s before the run ended and finished last. A group is
+    one unit of work for xdist, and among the longest: in a clean clone, Delta's balance-view group
+    took 412 s, its invalidation group 278 s, Iceberg's 142 s and 164 s."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items) -> None:
@@ -182,7 +171,7 @@ def _each_test_has_a_format(table_format) -> None:
 
 @pytest.fixture(scope="session")
 def spark(table_format):
-    """This worker's Spark session in ``table_format``, its JVM started with ``WORKER_JAVA_OPTIONS``
+    """This worker's Spark session in ``table_format``, its JVM started with ``TEST_JAVA_OPTIONS``
     instead of ``CHILD_JAVA_OPTIONS``. When a test of the other format needs Spark, pytest ends
     this fixture: the session stops (and Delta's cached table states are dropped), the JVM stays,
     and the next session starts in it."""
@@ -191,7 +180,7 @@ def spark(table_format):
     if not CHILD_OPTIONS_ONLY:
         session = get_spark()
     else:
-        os.environ["PAYLEDGER_JAVA_OPTIONS"] = WORKER_JAVA_OPTIONS
+        os.environ["PAYLEDGER_JAVA_OPTIONS"] = TEST_JAVA_OPTIONS
         try:
             session = get_spark()
         finally:
