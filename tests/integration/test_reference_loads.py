@@ -83,12 +83,15 @@ class Build:
     snapshot_keys: dict[str, list[str]]
 
     def assert_lane_matches(self, lane: str) -> None:
+        """The lane's view rows equal the reference fold of what was landed up to this build."""
         self.history.assert_matches(self.view, self.rejects, lane)
 
     def expected(self, lane: str = "") -> dict:
+        """The reference balances of the lane's keys (every key: ``""``) after this build."""
         return in_lane(self.history.expected(), lane)
 
     def lane_slices(self, lane: str) -> set[tuple[str, str]]:
+        """The audit's (cause, segment or merchant_id) slices of this build in the lane."""
         return {s for s in self.slices if s[1].startswith(lane)}
 
     def snapshot_versions(self, kind: str, lane: str) -> int:
@@ -98,6 +101,9 @@ class Build:
 
 @dataclass
 class Lanes:
+    """The three builds of the lanes, the full export's rows written per file, the sources'
+    freshness before build 2 and the replay plan before build 3."""
+
     builds: list[Build] = field(default_factory=list)
     landed: dict[str, int] = field(default_factory=dict)
     freshness: dict[str, str] = field(default_factory=dict)
@@ -119,11 +125,12 @@ def build(dbt, warehouse, history: History) -> Build:
     )
 
 
-def same_instant_exports(lane: str, instant: str, day: int) -> dict[str, list[dict]]:
-    """A lane's exports of both tables from one instant: day 1, retail 10% and travel 5%, r1 and
-    r2 in retail, t1 and t2 in travel; day 2, retail's rate rises from April and t1 joins retail
-    from March 15 (unchanged rows keep their own updated_at, day 1's instant)."""
-    first = "2026-10-01 00:00:00"
+def same_instant_exports(lane: str, day: int) -> dict[str, list[dict]]:
+    """A lane's exports of both tables, each day's from one instant: day 1 (2026-10-01), retail 10%
+    and travel 5%, r1 and r2 in retail, t1 and t2 in travel; day 2 (2026-10-02), retail's rate rises
+    from April and t1 joins retail from March 15 (unchanged rows keep their own updated_at, day 1's
+    instant)."""
+    first, instant = "2026-10-01 00:00:00", "2026-10-02 00:00:00"
     policies = [policy(f"{lane}retail", "0.1000", "2026-01-01", first), policy(f"{lane}travel", "0.0500", "2026-01-01", first)]
     merchants = [merchant(f"{lane}{m}", f"{lane}retail" if m.startswith("r") else f"{lane}travel", "2026-01-01", first) for m in ("r1", "r2", "t1", "t2")]
     if day == 2:
@@ -156,7 +163,7 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
 
     # Build 1: every lane's first deliveries.
     for first, lane in SAME_INSTANT.items():
-        exports = same_instant_exports(lane, "2026-10-01 00:00:00", day=1)
+        exports = same_instant_exports(lane, day=1)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
             land(history, warehouse, kind, exports[kind])
         history.land_events(warehouse, releases([f"{lane}{m}" for m in ("r1", "r2", "t1", "t2")]))
@@ -183,7 +190,7 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
     # Build 2: the next day's same-instant exports, the full export, and the move lane's policy
     # change (folded here, a build before the move that is stamped earlier).
     for first, lane in SAME_INSTANT.items():
-        exports = same_instant_exports(lane, "2026-10-02 00:00:00", day=2)
+        exports = same_instant_exports(lane, day=2)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
             land(history, warehouse, kind, exports[kind])
     exports = full_export(day=2)
