@@ -132,6 +132,17 @@ def view_rows(warehouse) -> dict[tuple[str, str], dict]:
     return by_key(warehouse.rows(f"select * from {VIEW}"))
 
 
+def in_lane(rows: dict[tuple[str, str], Any], lane: str) -> dict[tuple[str, str], Any]:
+    """The entries (by (merchant_id, currency) key) of one lane: merchant ids starting with ``lane``
+    (``tests/histories.py``); every entry for ``""``."""
+    return {key: row for key, row in rows.items() if key[0].startswith(lane)}
+
+
+def rejects_of(warehouse) -> dict[int, str]:
+    """The rejects table as ``{ingest_seq: rejection_reason}``."""
+    return {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
+
+
 def rewritten(before: dict, after: dict) -> set[tuple[str, str]]:
     """Keys whose row differs between two ``view_rows`` readings (new keys included)."""
     return {key for key in after if before.get(key) != after[key]}
@@ -173,15 +184,13 @@ class History:
         return reference.fold(self.events, self.segments, self.policies)[0]
 
     def assert_view_matches(self, warehouse) -> None:
-        rejects = {r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")}
-        self.assert_matches(view_rows(warehouse), rejects)
+        self.assert_matches(view_rows(warehouse), rejects_of(warehouse))
 
     def assert_matches(self, actual: dict[tuple[str, str], dict], rejects: dict[int, str], lane: str = "") -> None:
         """The view's rows (by key) and the rejects (``{ingest_seq: reason}``) equal the reference's;
         with ``lane``, only the keys whose merchant_id starts with it (one lane's: ``histories``)."""
         expected, expected_rejects = reference.fold(self.events, self.segments, self.policies)
-        actual = {key: row for key, row in actual.items() if key[0].startswith(lane)}
-        expected = {key: balance for key, balance in expected.items() if key[0].startswith(lane)}
+        actual, expected = in_lane(actual, lane), in_lane(expected, lane)
         assert set(actual) == set(expected), f"keys differ: view {sorted(actual)} vs reference {sorted(expected)}"
         for key, want in expected.items():
             got = actual[key]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from payledger.warehouse import AUDIT, CHECKPOINT, drop_project_schemas
-from tests.support import History, Landing, event, merchant, policy, rewritten, view_rows
+from tests.support import History, Landing, event, in_lane, merchant, policy, rejects_of, rewritten, view_rows
 
 # One worker builds the lanes once (a module fixture, three builds: minutes) and runs the four
 # tests on them; as a group they are scheduled with the long tests.
@@ -63,11 +63,6 @@ def releases(merchants: list[str]) -> list[dict]:
 def changed_keys(before: dict, after: dict) -> set[tuple[str, str]]:
     """Keys whose reference balance (any field) differs between two folds."""
     return {key for key in after if before.get(key) != after[key]}
-
-
-def in_lane(rows: dict, lane: str) -> dict:
-    """The rows (by (merchant_id, currency) key) of one lane."""
-    return {key: row for key, row in rows.items() if key[0].startswith(lane)}
 
 
 @dataclass
@@ -118,7 +113,7 @@ def build(dbt, warehouse, history: History) -> Build:
         invocation_id=run.invocation_id,
         history=copy.deepcopy(history),
         view=view_rows(warehouse),
-        rejects={r["ingest_seq"]: r["rejection_reason"] for r in warehouse.rows("select * from payledger.payment_event_rejects")},
+        rejects=rejects_of(warehouse),
         slices={(r["cause"], r["segment"] or r["merchant_id"]) for r in audit},
         checkpoint=warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{run.invocation_id}'"),
         snapshot_keys={kind: [r["k"] for r in warehouse.rows(f"select {SNAPSHOT_LANE_COLUMN[kind]} as k from {table}")] for kind, table in SNAPSHOTS.items()},
