@@ -30,6 +30,10 @@ os.environ.setdefault("PAYLEDGER_SNAPSHOT_PARTITIONS", "1")
 # Tiny data: compiling generated code and adaptive re-planning cost more than they save.
 os.environ.setdefault("PAYLEDGER_CODEGEN", "false")
 os.environ.setdefault("PAYLEDGER_ADAPTIVE", "false")
+# Dedup index units of 8 ids (dbt_project.yml's dedup_index_unit_rows, 5000 by default): the tests'
+# histories of tens to hundreds of events then span many units, so every lookup is placed by the
+# directory as at scale.
+os.environ.setdefault("PAYLEDGER_DEDUP_UNIT_ROWS", "8")
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
 # dbt invocations that name no target path (the CLI's `balance` and `explain`) write this worker's
 # own folder, not the repo's target/ that the other worker shares.

@@ -10,9 +10,9 @@
         and replaced. Every reader asks for a table that this invocation has not written yet when
         it asks (a model reads its own watermark, or an upstream model's, before it writes), so
         the kept answer is the one a fresh read would give.
-        Returns {name: value}: integers for the ingest positions, 'yyyy-mm-dd hh:mm:ss.ffffff' or
-        none for `audit_policy_observed_at`; 0 (none for the timestamp) where the table is absent or
-        empty. Names: see _watermark_columns. While dbt parses (execute false): an empty dict.
+        Returns {name: value}: integers for the ingest positions and the dedup directory's unit
+        base, 'yyyy-mm-dd hh:mm:ss.ffffff' or none for `audit_policy_observed_at`; 0 (none for the
+        timestamp) where the table is absent or empty. Names: see _watermark_columns. While dbt parses (execute false): an empty dict.
     -#}
     {%- if not execute -%}
         {#- Nothing is read while dbt parses (and _watermark_columns' source() would add a dependency). -#}
@@ -56,6 +56,8 @@
         'view_source_watermark': (node_relation('merchant_balance_current'), 'source_watermark'),
         'audit_events_watermark': (node_relation('balance_invalidations'), 'events_watermark'),
         'audit_policy_observed_at': (node_relation('balance_invalidations'), 'policy_observed_at'),
+        'indexed_ingest_seq': (node_relation('int_payment_event_ids'), 'ingest_seq'),
+        'dedup_directory_unit_base': (node_relation('int_payment_event_id_units'), 'unit_base'),
     }) }}
 {%- endmacro %}
 

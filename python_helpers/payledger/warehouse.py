@@ -18,6 +18,9 @@ REJECTS = "payledger.payment_event_rejects"
 PUBLISHED_RELATION = "payledger.merchant_balance_published"
 #: Canonical events: every ingested row accepted or rejected, exactly once.
 CANONICAL = "payledger_intermediate.int_payment_events_classified"
+#: The dedup index of accepted event ids and its directory of sorted units (issue 28's lookup).
+DEDUP_INDEX = "payledger_intermediate.int_payment_event_ids"
+DEDUP_DIRECTORY = "payledger_intermediate.int_payment_event_id_units"
 #: The daily checkpoint the view is summed from.
 CHECKPOINT = "payledger_intermediate.int_merchant_daily_balances"
 #: The snapshots of merchant segments and reserve policies (dbt snapshots: every version kept).

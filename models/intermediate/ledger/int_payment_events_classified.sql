@@ -11,7 +11,8 @@
     Every ingested row exactly once, accepted or rejected with a reason. Validation comes before
     dedup: among the valid copies of an event_id the lowest ingest_seq wins, and later copies are
     exact or conflicting duplicates of it. Incremental runs classify only rows past this model's own
-    watermark (max ingest_seq), looking up earlier accepted copies of the same event_ids.
+    watermark (max ingest_seq), looking up earlier accepted copies of the same event_ids in the
+    dedup index (dedup_lookup_query: the files those ids fall in, not all canonical history).
     Partitioned by event_date so that a replay from day D reads canonical events from D on only.
 -#}
 
@@ -20,6 +21,8 @@
 {#- Nothing landed past it: `false` filters, so that neither the landing table nor the earlier
     events are scanned at all (Spark drops the scans of an empty input). #}
 {%- set has_landed = not (is_incremental() and execute) or run_watermarks().landed_ingest_seq > watermark %}
+{%- set landed_event_ids = 'select event_id from ' ~ ref('stg_payledger__payment_events')
+    ~ ' where ingest_seq > ' ~ watermark %}
 
 with events as (
     select * from {{ ref('stg_payledger__payment_events') }}
@@ -65,12 +68,8 @@ validated as (
 valid_copies as (
     select
         event_id,
-        merchant_id,
-        currency,
-        event_type,
-        amount,
-        event_time,
-        ingest_seq
+        ingest_seq,
+        {{ event_payload_hash() }} as payload_hash
     from validated
     where validation_reason is null
 ),
@@ -80,21 +79,21 @@ new_event_ids as (
     select distinct event_id from valid_copies
 ),
 
+earlier_accepted as (
+    {{ dedup_lookup_query(this, landed_event_ids if has_landed else none) | indent(4) }}
+),
+
 previously_accepted as (
     {#- The new ids are few: broadcasting them filters the earlier events as they are scanned,
         instead of shuffling every earlier event to a sort-merge join. #}
     select /*+ broadcast(new_event_ids) */
         earlier.event_id,
-        earlier.merchant_id,
-        earlier.currency,
-        earlier.event_type,
-        earlier.amount,
-        earlier.event_time,
-        earlier.ingest_seq
-    from {{ this }} as earlier
+        earlier.ingest_seq,
+        earlier.payload_hash
+    from earlier_accepted as earlier
     left semi join new_event_ids
         on earlier.event_id = new_event_ids.event_id
-    where earlier.is_accepted{{ '' if has_landed else ' and false' }}
+    where {{ 'true' if has_landed else 'false' }}
 ),
 {% endif %}
 
@@ -128,12 +127,7 @@ classified as (
         case
             when validated.validation_reason is not null then validated.validation_reason
             when validated.ingest_seq = canonical.ingest_seq then null
-            when validated.merchant_id = canonical.merchant_id
-                and validated.currency = canonical.currency
-                and validated.event_type = canonical.event_type
-                and validated.amount = canonical.amount
-                and validated.event_time = canonical.event_time
-                then 'exact_duplicate'
+            when {{ event_payload_hash('validated') }} = canonical.payload_hash then 'exact_duplicate'
             else 'conflicting_duplicate'
         end as rejection_reason,
         case
