@@ -32,13 +32,16 @@ from payledger.files import write_atomically
 from payledger.formats import session_format, session_table_format
 from payledger.locks import build_lock, load_lock
 from payledger.publish import follow_maintenance
-from payledger.warehouse import VIEW, project_relations
+from payledger.warehouse import DEDUP_DIRECTORY, DEDUP_INDEX, VIEW, project_relations
 
 #: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
 DEFAULT_RETENTION_HOURS = 168.0
 #: Default schedule: a table is due for maintenance after this many commits since its last one
 #: (24 builds: every 6 hours at a 15-minute cadence).
 DEFAULT_EVERY_COMMITS = 24
+#: The dedup index is sorted again (``sort_dedup_index``) once the ids appended since its last
+#: sort, which every lookup reads whole, outnumber this many of its units.
+SORT_DEDUP_INDEX_AFTER_UNITS = 20
 #: Per format and table, the version (Delta) or snapshot id (Iceberg) its last maintenance left.
 STATE_FILE = ".payledger-maintenance.json"
 
@@ -127,6 +130,27 @@ def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
     return session_table_format(spark).commits_since(spark, table, _read_state(warehouse).get(_state_key(spark, table)))
 
 
+def dedup_index_appended(spark) -> tuple[int, float]:
+    """The dedup index's ids appended since its last sort (``id_unit`` -1, which every lookup reads
+    whole) and the mean ids per unit of that sort, from its directory (0.0 when it lists none)."""
+    appended = int(spark.sql(f"select count(*) from {DEDUP_INDEX} where id_unit = -1").first()[0])
+    per_unit = spark.sql(f"select sum(event_ids) / count(*) from {DEDUP_DIRECTORY} where unit_base = (select max(unit_base) from {DEDUP_DIRECTORY})").first()[0]
+    return appended, float(per_unit or 0.0)
+
+
+def sort_dedup_index() -> None:
+    """Sort the dedup index again: a full build of ``int_payment_event_ids`` (every accepted id in
+    sorted units of a new base, one commit), then its directory's rows for that base. A lookup that
+    runs between the two reads the new base whole (correct, slower). Raises ``RuntimeError`` when
+    dbt fails."""
+    from payledger.dbt import run_dbt
+
+    for args in (("--select", "int_payment_event_ids", "--full-refresh"), ("--select", "int_payment_event_id_units")):
+        done = run_dbt("run", *args)
+        if not done.success:
+            raise RuntimeError(f"sorting the dedup index failed: {done.failures() or done.exception}")
+
+
 def maintain_tables(
     spark, warehouse: Path, *, every_commits: int = 1, retention_hours: float = DEFAULT_RETENTION_HOURS, tables: list[str] | None = None
 ) -> list[TableMaintenance]:
@@ -147,6 +171,10 @@ def maintain_tables(
             continue
         started = time.monotonic()
         before = file_counts(spark, table)
+        if table == DEDUP_INDEX:
+            appended, per_unit = dedup_index_appended(spark)
+            if appended > SORT_DEDUP_INDEX_AFTER_UNITS * per_unit:
+                sort_dedup_index()
         session_table_format(spark).maintain(spark, table, retention_hours)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
         _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})

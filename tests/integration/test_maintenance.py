@@ -10,13 +10,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from payledger import maintain as maintain_module
 from payledger.cli import main
 from payledger.formats import table_commits
 from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock
-from payledger.maintain import FileCounts, file_counts, maintain, maintain_tables, project_tables
+from payledger.maintain import FileCounts, dedup_index_appended, file_counts, maintain, maintain_tables, project_tables
 from payledger.schedule import scheduled_build
-from payledger.warehouse import VIEW
-from tests.support import SCENARIO_SELECTION, History, event, merchant, policy
+from payledger.warehouse import DEDUP_DIRECTORY, DEDUP_INDEX, VIEW
+from tests.support import SCENARIO_SELECTION, History, event, merchant, policy, rejects_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
 
@@ -34,7 +35,7 @@ def last_version_before_maintenance(commits: list) -> object:
     return [commit for commit in commits if commit.kind != "maintenance"][-1].version
 
 
-def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the_retained_history(dbt, warehouse):
+def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the_retained_history(dbt, warehouse, monkeypatch):
     history = History()
     spark = warehouse.spark
     history.land_merchants(warehouse, [merchant(f"m{i}", "retail" if i % 2 else "travel", "2026-01-01") for i in range(12)])
@@ -89,10 +90,32 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
         contents(spark, VIEW, first_version)
     history.assert_view_matches(warehouse)
 
-    # The next build folds new events into the maintained tables as into any others.
-    history.land_events(warehouse, [event("late2", "m6", "funds_released", "1.00", "2026-03-02 18:00:00")])
+    # Maintenance sorts the dedup index again once enough ids were appended to it since its last
+    # sort (here: any); then the directory lists only the new sort's units.
+    monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", 0)
+    appended, _ = dedup_index_appended(spark)
+    assert appended == 4, appended  # the second build's accepted events
+    indexed = f"select event_id, ingest_seq, payload_hash from {DEDUP_INDEX} order by event_id"
+    before = warehouse.rows(indexed)
+    maintain_tables(spark, warehouse.warehouse, every_commits=0, tables=[DEDUP_INDEX])
+    assert dedup_index_appended(spark)[0] == 0
+    assert warehouse.rows(indexed) == before
+    bases = warehouse.rows(f"select distinct unit_base from {DEDUP_INDEX}")
+    assert len(bases) == 1 and bases[0]["unit_base"] == warehouse.rows(f"select max(unit_base) as b from {DEDUP_DIRECTORY}")[0]["b"], bases
+
+    # The next build folds new events into the maintained tables as into any others, and finds
+    # earlier copies in the sorted index: a re-sent event (exact) and a reused id (conflicting).
+    history.land_events(
+        warehouse,
+        [
+            event("late2", "m6", "funds_released", "1.00", "2026-03-02 18:00:00"),
+            event("a3", "m3", "capture_settled", "10.00", "2026-03-01 10:00:00"),
+            event("b6", "m6", "capture_settled", "11.00", "2026-03-02 10:00:00"),
+        ],
+    )
     dbt.scenario_build()
     history.assert_view_matches(warehouse)
+    assert sorted(rejects_of(warehouse).values()) == ["conflicting_duplicate", "exact_duplicate"]
 
 
 def test_maintenance_never_runs_while_a_build_holds_the_lock_and_exits_75(warehouse):
