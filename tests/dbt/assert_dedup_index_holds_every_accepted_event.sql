@@ -16,7 +16,7 @@
 {%- set indexed_until = 0 %}
 {%- set unit_base = 0 %}
 {%- set units = [] %}
-{%- if execute %}
+{%- if execute and load_relation(index) is not none and load_relation(directory) is not none %}
     {#- Read now: the index and its directory may have been written by this invocation. #}
     {%- set indexed_until = run_query("select max(ingest_seq) from " ~ index).rows[0][0] or 0 %}
     {%- set unit_base = run_query("select max(unit_base) from " ~ directory).rows[0][0] or 0 %}

@@ -17,7 +17,7 @@
 -#}
 
 {%- set index_base = none %}
-{%- if execute %}
+{%- if execute and load_relation(ref('int_payment_event_ids')) is not none %}
     {%- set found = run_query(column_max_query(ref('int_payment_event_ids'), 'unit_base')).rows[0][0] %}
     {%- if found == 'no bounds' %}
         {%- set found = run_query("select max(unit_base) from " ~ ref('int_payment_event_ids')).rows[0][0] %}
