@@ -83,12 +83,16 @@
 
 {#-
     Private. One query over the tables that exist (dbt's relation cache says which): {name: string
-    or none} for each watermark of those tables. Each branch is a bare max() over one column, which
-    Delta answers from its log's file statistics when the table has no deletion vectors; the
-    checkpoint's goes through column_max_query (Iceberg's file bounds).
+    or none} for each watermark of those tables. One row, a column per watermark, each a scalar
+    subquery that is a bare max() over one column: Delta answers such an aggregate from its log's
+    file statistics when the table has no deletion vectors (its metadata-only rule matches an
+    aggregate of max() alone; a name or a cast in the same select, as `union all` branches of
+    named rows had, is merged into the aggregate and made every branch scan its table). The
+    checkpoint's goes through column_max_query (Iceberg's file bounds). Casts and formats apply
+    outside the subqueries.
 -#}
 {% macro _read_watermarks() -%}
-    {%- set branches = [] -%}
+    {%- set columns = [] -%}
     {%- set relations = {} -%}
     {%- for name, source in _watermark_columns().items() -%}
         {%- set relation = load_relation(source[0]) -%}
@@ -96,14 +100,16 @@
             {%- do relations.update({name: relation}) -%}
             {%- set maximum = column_max_query(relation, source[1]) if name == 'checkpoint_source_watermark'
                 else "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
-            {%- set value = "date_format(value, 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at') else "cast(value as string)" -%}
-            {%- do branches.append("select " ~ quoted_literal(name) ~ " as name, " ~ value ~ " as value from (" ~ maximum ~ ")") -%}
+            {%- set value = "date_format((" ~ maximum ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at')
+                else "cast((" ~ maximum ~ ") as string)" -%}
+            {%- do columns.append(value ~ " as " ~ name) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set read = {} -%}
-    {%- if branches -%}
-        {%- for row in run_query(branches | join(" union all ")) -%}
-            {%- do read.update({row[0]: row[1]}) -%}
+    {%- if columns -%}
+        {%- set found = run_query("select " ~ columns | join(", ")) -%}
+        {%- for name in relations -%}
+            {%- do read.update({name: found.columns[name].values()[0]}) -%}
         {%- endfor -%}
     {%- endif -%}
     {%- for name, value in read.items() if value == 'no bounds' -%}
