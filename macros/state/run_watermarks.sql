@@ -12,7 +12,8 @@
         the kept answer is the one a fresh read would give.
         Returns {name: value}: integers for the ingest positions and the dedup directory's unit
         base, 'yyyy-mm-dd hh:mm:ss.ffffff' or none for `audit_policy_observed_at`; 0 (none for the
-        timestamp) where the table is absent or empty. Names: see _watermark_columns. While dbt parses (execute false): an empty dict.
+        timestamp) where the table is absent or empty. Names: see _watermark_columns. While dbt
+        parses (execute false): an empty dict.
     -#}
     {%- if not execute -%}
         {#- Nothing is read while dbt parses (and _watermark_columns' source() would add a dependency). -#}

@@ -132,8 +132,11 @@ def commits_since_maintenance(spark, table: str, warehouse: Path) -> int:
 
 def dedup_index_appended(spark) -> tuple[int, float]:
     """The dedup index's ids appended since its last sort (``id_unit`` -1, which every lookup reads
-    whole) and the mean ids per unit of that sort, from its directory (0.0 when it lists none)."""
+    whole) and the mean ids per unit of that sort, from its directory (0.0 when it lists none or
+    does not exist yet: a build stopped between the index's first write and the directory's)."""
     appended = int(spark.sql(f"select count(*) from {DEDUP_INDEX} where id_unit = -1").first()[0])
+    if not spark.catalog.tableExists(DEDUP_DIRECTORY):
+        return appended, 0.0
     per_unit = spark.sql(f"select sum(event_ids) / count(*) from {DEDUP_DIRECTORY} where unit_base = (select max(unit_base) from {DEDUP_DIRECTORY})").first()[0]
     return appended, float(per_unit or 0.0)
 

@@ -11,7 +11,8 @@
     the lookup of int_payment_events_classified (dedup_index_units_query). Rows are added when the
     index has been ranged again (a full build of int_payment_event_ids, here or by maintenance):
     one row per unit of the new `unit_base`. Lookups use the largest base listed; older bases'
-    rows are kept (a few per million ids) and skipped by their files' statistics.
+    rows are kept (one per unit: 200 per million ids at the default unit size) and skipped by
+    their files' statistics.
     The index's base is read now, not from run_watermarks: the index may have been ranged earlier
     in this invocation.
 -#}
