@@ -17,9 +17,11 @@
 {%- set unit_base = 0 %}
 {%- set units = [] %}
 {%- if execute and load_relation(index) is not none and load_relation(directory) is not none %}
-    {#- Read now: the index and its directory may have been written by this invocation. #}
-    {%- set indexed_until = run_query("select max(ingest_seq) from " ~ index).rows[0][0] or 0 %}
-    {%- set unit_base = run_query("select max(unit_base) from " ~ directory).rows[0][0] or 0 %}
+    {#- Read now (the index and its directory may have been written by this invocation), in one
+        statement of bare max() subqueries, which Delta answers from its log. #}
+    {%- set found = run_query("select (select max(ingest_seq) from " ~ index ~ "), (select max(unit_base) from " ~ directory ~ ")").rows[0] %}
+    {%- set indexed_until = found[0] or 0 %}
+    {%- set unit_base = found[1] or 0 %}
 {%- endif %}
 {%- set scope = changed_since_checked(since, ingest_seq='ingest_seq') ~ ' and ingest_seq <= ' ~ indexed_until %}
 {%- if execute and since is not none and unit_base %}

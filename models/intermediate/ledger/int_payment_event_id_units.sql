@@ -17,15 +17,13 @@
     in this invocation.
 -#}
 
+{#- A bare max(), as run_watermarks reads the other append-only tables (Delta answers it from
+    its log). #}
 {%- set index_base = none %}
 {%- if execute and load_relation(ref('int_payment_event_ids')) is not none %}
-    {%- set found = run_query(column_max_query(ref('int_payment_event_ids'), 'unit_base')).rows[0][0] %}
-    {%- if found == 'no bounds' %}
-        {%- set found = run_query("select max(unit_base) from " ~ ref('int_payment_event_ids')).rows[0][0] %}
-    {%- endif %}
-    {%- set index_base = found | int if found is not none else none %}
+    {%- set index_base = run_query("select max(unit_base) from " ~ ref('int_payment_event_ids')).rows[0][0] %}
 {%- endif %}
-{%- set listed_base = incremental_watermark('unit_base') %}
+{%- set is_new_base = index_base is not none and index_base | int > incremental_watermark('unit_base') %}
 
 with ranged_event_ids as (
     select
@@ -33,7 +31,7 @@ with ranged_event_ids as (
         unit_base,
         event_id
     from {{ ref('int_payment_event_ids') }}
-    where {{ 'unit_base = ' ~ index_base if index_base is not none and index_base > listed_base else 'false' }}
+    where {{ 'unit_base = ' ~ (index_base | int) if is_new_base else 'false' }}
 ),
 
 final as (
