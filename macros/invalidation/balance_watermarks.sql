@@ -3,9 +3,9 @@
         The watermarks the balance models have consumed, from the run's stored state (run_watermarks:
         read once per invocation, before anything is written):
         - events: the events folded into int_merchant_daily_balances, the greater of its max
-          source_watermark (ingest_seq, from file statistics: column_max_query; a day's row is only
-          ever replaced by one with an equal or greater source_watermark) and
-          balance_invalidations' events_watermark;
+          source_watermark (ingest_seq; checkpoint_watermark_query: where it can exceed the
+          audit's, on the days of the events past it; a day's row is only ever replaced by one
+          with an equal or greater source_watermark) and balance_invalidations' events_watermark;
         - audited_events: balance_invalidations' events_watermark alone (0 without an audit): the
           new_events slice starts there, so events folded by a run killed before its audit are
           audited by the next run;

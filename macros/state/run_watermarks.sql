@@ -1,8 +1,9 @@
 {% macro run_watermarks() -%}
     {#-
         The stored state a build depends on, read once per dbt invocation: the watermark (max) of
-        each growing column below, as it stood before this invocation wrote anything. The first
-        call runs one query over every table that exists (an absent table has none) and keeps the
+        each growing column below, as it stood before this invocation wrote anything (the
+        checkpoint's: where it exceeds the audit's, checkpoint_watermark_query). The first call
+        reads every table that exists (an absent table has none; _read_watermarks) and keeps the
         answer in the global temporary view `global_temp.payledger_run_watermarks` with this
         invocation's id; later calls in the same invocation read it back (a lookup, no table scan).
         A global temporary view is seen by every session of the Spark application, so the
@@ -83,14 +84,15 @@
 
 
 {#-
-    Private. One query over the tables that exist (dbt's relation cache says which): {name: string
-    or none} for each watermark of those tables. One row, a column per watermark, each a scalar
+    Private. The tables that exist (dbt's relation cache says which): {name: string or none} for
+    each watermark of those tables. One query: one row, a column per watermark, each a scalar
     subquery that is a bare max() over one column: Delta answers such an aggregate from its log's
     file statistics when the table has no deletion vectors (its metadata-only rule matches an
     aggregate of max() alone; a name or a cast in the same select, as `union all` branches of
-    named rows had, is merged into the aggregate and made every branch scan its table). The
-    checkpoint's goes through column_max_query (Iceberg's file bounds). Casts and formats apply
-    outside the subqueries.
+    named rows had, is merged into the aggregate and made every branch scan its table). Casts and
+    formats apply outside the subqueries. Then the checkpoint's, a second query
+    (checkpoint_watermark_query): it reads the days of the events past the audit's watermark
+    only, which it takes as a literal so that the scans prune files.
 -#}
 {% macro _read_watermarks() -%}
     {%- set columns = [] -%}
@@ -99,19 +101,28 @@
         {%- set relation = load_relation(source[0]) -%}
         {%- if relation is not none -%}
             {%- do relations.update({name: relation}) -%}
-            {%- set maximum = column_max_query(relation, source[1]) if name == 'checkpoint_source_watermark'
-                else "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
+            {%- set maximum = "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
             {%- set value = "date_format((" ~ maximum ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at')
                 else "cast((" ~ maximum ~ ") as string)" -%}
-            {%- do columns.append(value ~ " as " ~ name) -%}
+            {%- if name != 'checkpoint_source_watermark' -%}
+                {%- do columns.append(value ~ " as " ~ name) -%}
+            {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set read = {} -%}
     {%- if columns -%}
         {%- set found = run_query("select " ~ columns | join(", ")) -%}
-        {%- for name in relations -%}
+        {%- for name in relations if name != 'checkpoint_source_watermark' -%}
             {%- do read.update({name: found.columns[name].values()[0]}) -%}
         {%- endfor -%}
+    {%- endif -%}
+    {%- if 'checkpoint_source_watermark' in relations -%}
+        {%- set maximum = checkpoint_watermark_query(
+            relations['checkpoint_source_watermark'],
+            relations.get('classified_ingest_seq'),
+            read.get('audit_events_watermark') if read.get('audit_events_watermark') is not none else -1,
+        ) -%}
+        {%- do read.update({'checkpoint_source_watermark': run_query("select cast((" ~ maximum ~ ") as string)").rows[0][0]}) -%}
     {%- endif -%}
     {%- for name, value in read.items() if value == 'no bounds' -%}
         {%- set column = _watermark_columns()[name][1] -%}
