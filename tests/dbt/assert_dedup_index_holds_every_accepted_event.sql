@@ -3,12 +3,15 @@
     payload hash, and its directory (int_payment_event_id_units) places it: the indexed rows are read
     the way classification reads them (dedup_index_units_query, dedup_index_predicate), so an event
     the directory would not find is reported missing. Returns one row per failing event_id with
-    `failure`: missing, indexed more than once, indexed with another ingest_seq or payload, (when
-    every row is checked) indexed but not an accepted event; and one row per directory unit of the
-    current base that starts inside another (the lookup needs disjoint ranges).
+    `failure`: missing, indexed more than once, indexed with another ingest_seq or payload, past
+    the index's watermark yet its id indexed (an earlier copy was accepted: the index has the
+    later events only once a build appends them), (when every row is checked) indexed but not an
+    accepted event; and one row per directory unit of the current base that starts inside the
+    unit before it in the order of first ids (the lookup needs disjoint ranges). So a new accepted event whose id an earlier accepted event
+    holds is found here through the directory, without a scan of every event id (valid_rows on the
+    classification checks that key among the new rows only).
     Which rows: checked_since. A build that payledger runs checks the accepted events past the
-    published build's events watermark, up to the index's own watermark (later ones are looked up
-    in canonical history until the index has them); otherwise every row.
+    published build's events watermark; otherwise every row.
 -#}
 {%- set since = checked_since() %}
 {%- set index = ref('int_payment_event_ids') %}
@@ -23,7 +26,7 @@
     {%- set indexed_until = found[0] or 0 %}
     {%- set unit_base = found[1] or 0 %}
 {%- endif %}
-{%- set scope = changed_since_checked(since, ingest_seq='ingest_seq') ~ ' and ingest_seq <= ' ~ indexed_until %}
+{%- set scope = changed_since_checked(since, ingest_seq='ingest_seq') %}
 {%- if execute and since is not none and unit_base %}
     {%- set units = run_query(dedup_index_units_query(
         directory,
@@ -53,6 +56,7 @@ indexed_events as (
 matched as (
     select
         accepted_events.event_id,
+        accepted_events.ingest_seq > {{ indexed_until }} as is_past_index,
         count(indexed_events.event_id) as copies,
         count(
             case
@@ -63,19 +67,34 @@ matched as (
     from accepted_events
     left join indexed_events
         on accepted_events.event_id = indexed_events.event_id
-    group by accepted_events.event_id
+    group by accepted_events.event_id, accepted_events.ingest_seq
+),
+
+{# The lookup places an id in the last unit that starts at or before it: the units of one base
+    must be disjoint ranges. In the order of their first ids, a unit that starts inside any earlier
+    one starts inside the one just before it (one sort, not a join of every pair of units). #}
+ordered_units as (
+    select
+        id_unit,
+        first_event_id,
+        lag(id_unit) over units_in_order as previous_id_unit,
+        lag(last_event_id) over units_in_order as previous_last_event_id
+    from {{ directory }}
+    where unit_base = {{ unit_base }}
+    window units_in_order as (partition by unit_base order by first_event_id, id_unit)
 ),
 
 failures as (
     select
         event_id,
         case
+            when is_past_index then 'past the index, yet its id is indexed'
             when copies = 0 then 'missing'
             when copies > 1 then 'indexed more than once'
             else 'indexed with another ingest_seq or payload'
         end as failure
     from matched
-    where copies != 1 or equal_copies != 1
+    where if(is_past_index, copies != 0, copies != 1 or equal_copies != 1)
     {%- if since is none %}
     union all
     select
@@ -86,17 +105,11 @@ failures as (
         on indexed_events.event_id = accepted_events.event_id
     {%- endif %}
     union all
-    {#- The lookup places an id in the last unit that starts at or before it: the units of one
-        base must be disjoint ranges. #}
     select
-        later.first_event_id as event_id,
-        'unit ' || later.id_unit || ' starts inside unit ' || earlier.id_unit as failure
-    from {{ directory }} as earlier
-    inner join {{ directory }} as later
-        on earlier.unit_base = later.unit_base
-        and earlier.id_unit != later.id_unit
-        and later.first_event_id between earlier.first_event_id and earlier.last_event_id
-    where earlier.unit_base = {{ unit_base }}
+        first_event_id as event_id,
+        'unit ' || id_unit || ' starts inside unit ' || previous_id_unit as failure
+    from ordered_units
+    where first_event_id <= previous_last_event_id
 )
 
 select * from failures

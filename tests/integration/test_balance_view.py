@@ -392,6 +392,19 @@ def test_history_checks_of_a_build_read_what_changed_since_the_published_build(d
     # m1's key, repeated by a row written since the publication, is found at once; so is a row
     # written since without a day (outside every partition): a duplicate key and a null in a key.
     assert checkpoint_failures(moved) == [2], moved.failures()
+    # An accepted row that repeats e1's id, past the dedup index's watermark (what a dedup that
+    # missed the earlier copy would write): the index test finds it at once through the directory;
+    # the classification's key check reads the new rows only and leaves it to that test and the
+    # full check.
+    indexed, keyed = "assert_dedup_index_holds_every_accepted_event", "int_payment_events_classified,test_name:valid_rows"
+    canonical_columns = warehouse.spark.table(CANONICAL).columns
+    copied = ", ".join(f"{c} + 1000" if c == "ingest_seq" else c for c in canonical_columns)
+    warehouse.spark.sql(f"insert into {CANONICAL} select {copied} from {CANONICAL} where event_id = 'e1'")
+    repeated = dbt("test", "--select", indexed, check=False)
+    assert repeated.status(indexed) == "fail", repeated.failures()
+    assert [r.failures for uid, r in repeated.nodes.items() if uid.split(".")[-1] == indexed] == [1]
+    full_keys = dbt("test", "--select", keyed, *FULL_RECONCILIATION, check=False)
+    assert [r.failures for uid, r in full_keys.nodes.items() if ".valid_rows_" in uid] == [1], full_keys.failures()
 
 
 def key_slice(warehouse, merchant_id: str, slices: int) -> int:

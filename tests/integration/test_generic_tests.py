@@ -68,15 +68,20 @@ def test_valid_rows_counts_the_rows_that_fail_each_check(dbt, spark):
 
 def test_valid_rows_refuses_a_scope_it_cannot_check(dbt, capsys):
     """``scoped_by`` is an ingest position column or ``{written_at, partition}`` with the partition
-    column in every key: anything else is a compiler error that says what was expected (dbt prints
-    it while parsing the inline query)."""
-    for scoped_by, message in (
-        ({"written_at": "v"}, "scoped_by is an ingest position column or {written_at: <column>, partition: <column>}"),
-        (["k"], "scoped_by is an ingest position column"),
-        ({"written_at": "v", "partition": "c"}, "the key (k) does not hold the partition column c"),
+    column in every key, and a key checked among the new rows only names a data test of the project
+    that checks the earlier ones: anything else is a compiler error that says what was expected (dbt
+    prints it while parsing the inline query)."""
+    by_test = {"columns": ["k"], "earlier_rows_checked_by": "no_such_test"}
+    for scoped_by, unique, message in (
+        ({"written_at": "v"}, ARGUMENTS["unique"], "scoped_by is an ingest position column or {written_at: <column>, partition: <column>}"),
+        (["k"], ARGUMENTS["unique"], "scoped_by is an ingest position column"),
+        ({"written_at": "v", "partition": "c"}, ARGUMENTS["unique"], "the key (k) does not hold the partition column c"),
+        ("k", [by_test], "earlier_rows_checked_by names no data test of the project: no_such_test"),
+        (None, [{**by_test, "earlier_rows_checked_by": "assert_dedup_index_holds_every_accepted_event"}], "earlier_rows_checked_by needs scoped_by"),
+        ("k", [{"columns": ["k"], "checked_by": "x"}], "a unique key is a column, a list of columns or {columns: [...]"),
     ):
-        arguments = {**ARGUMENTS, "scoped_by": scoped_by}
+        arguments = {**ARGUMENTS, "unique": unique, **({"scoped_by": scoped_by} if scoped_by else {})}
         call = f"{{{{ test_valid_rows(model={json.dumps(_relation(ROWS))}, **{json.dumps(arguments)}) }}}}"
         capsys.readouterr()
         refused = dbt("compile", "--inline", call, check=False)
-        assert not refused.success and message in capsys.readouterr().out, (scoped_by, refused.exception)
+        assert not refused.success and message in capsys.readouterr().out, (scoped_by, unique, refused.exception)

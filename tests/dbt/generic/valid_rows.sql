@@ -14,10 +14,26 @@
       published build's events watermark) or `{written_at: <column>, partition: <column>}` (the
       rows written after the publication, for a table that rewrites rows in place; every `unique`
       key holds the partition column, so only the partitions written since are read).
+      A `unique` key with `earlier_rows_checked_by: <data test>` is checked among the new rows only:
+      the named test of the project finds a new key equal to an earlier one at a cost bounded by
+      the change, where the earlier rows sharing a key are a scan of all history. A compiler error
+      when that test is not in the project.
 -#}
 {%- set specs = [] -%}
 {%- for key in unique or [] -%}
     {%- do specs.append(key if key is mapping else {'columns': [key] if key is string else key}) -%}
+{%- endfor -%}
+{%- set spec_keys = ['columns', 'where', 'earlier_rows_checked_by'] -%}
+{%- for spec in specs if 'columns' not in spec or spec.keys() | reject('in', spec_keys) | list -%}
+    {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': a unique key is a column, a list of columns or {columns: [...], where: <condition>, earlier_rows_checked_by: <data test>}, got ' ~ spec) }}
+{%- endfor -%}
+{%- for spec in specs if spec.get('earlier_rows_checked_by') -%}
+    {%- if not scoped_by -%}
+        {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': earlier_rows_checked_by needs scoped_by') }}
+    {%- endif -%}
+    {%- if execute and not graph.nodes.values() | selectattr('resource_type', 'equalto', 'test') | selectattr('name', 'equalto', spec['earlier_rows_checked_by']) | list -%}
+        {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': earlier_rows_checked_by names no data test of the project: ' ~ spec['earlier_rows_checked_by']) }}
+    {%- endif -%}
 {%- endfor -%}
 {%- set scoping = {'ingest_seq': scoped_by} if scoped_by is string else (scoped_by if scoped_by is mapping else {}) -%}
 {%- if scoped_by and not (scoping.keys() | sort | list in [['ingest_seq'], ['partition', 'written_at']]) -%}
@@ -31,7 +47,7 @@
 {%- if since is not none -%}
     {%- set new_rows = changed_since_checked(since, ingest_seq=scoping.get('ingest_seq'), written_at=scoping.get('written_at')) -%}
     {%- set parts = [new_rows] -%}
-    {%- for spec in specs if spec['columns'] | list != [scoping.get('ingest_seq')] -%}
+    {%- for spec in specs if spec['columns'] | list != [scoping.get('ingest_seq')] and not spec.get('earlier_rows_checked_by') -%}
         {%- set columns = spec['columns'] | join(', ') -%}
         {%- do parts.append(
             '(' ~ columns ~ ') in (select ' ~ columns ~ ' from ' ~ model ~ ' where ' ~ new_rows
@@ -67,14 +83,19 @@
 {%- if not checks -%}
     {{ exceptions.raise_compiler_error('valid_rows on ' ~ model ~ ': no check given (unique, not_null or accepted_values)') }}
 {%- endif %}
-{#- Scoped by partition, the partition filter is a semi join of its own (dynamic partition pruning
-    reads only the partitions written since); rows written since with a null partition value are
-    added back: that filter drops them. #}
+{#- Scoped by partition, the partitions written since are a join of their own, broadcast so that
+    dynamic partition pruning reads only them (a semi join, `in (select ...)`, is a sort-merge join
+    once the table outgrows the broadcast threshold, and then reads every partition); rows written
+    since with a null partition value are added back: the join drops them. #}
 with scoped_rows as (
     {% if since is not none and scoping.get('partition') -%}
-    select * from {{ model }}
-    where {{ scoping.get('partition') }} in (select {{ scoping.get('partition') }} from {{ model }} where {{ new_rows }})
-        and ({{ scope.rows }})
+    select /*+ BROADCAST(partitions_written) */ model_rows.*
+    from {{ model }} as model_rows
+    inner join (
+        select distinct {{ scoping.get('partition') }} as written_partition from {{ model }} where {{ new_rows }}
+    ) as partitions_written
+        on model_rows.{{ scoping.get('partition') }} = partitions_written.written_partition
+    where {{ scope.rows }}
     union all
     select * from {{ model }}
     where {{ new_rows }} and {{ scoping.get('partition') }} is null
