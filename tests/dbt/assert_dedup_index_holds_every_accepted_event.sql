@@ -7,9 +7,10 @@
     the index's watermark yet its id indexed (an earlier copy was accepted: the index has the
     later events only once a build appends them), (when every row is checked) indexed but not an
     accepted event; and one row per directory unit of the current base that starts inside the
-    unit before it in the order of first ids (the lookup needs disjoint ranges). So a new accepted event whose id an earlier accepted event
-    holds is found here through the directory, without a scan of every event id (valid_rows on the
-    classification checks that key among the new rows only).
+    unit before it in the order of first ids (the lookup needs disjoint ranges). So a new accepted
+    event whose id an earlier accepted event holds is found here through the directory, without a
+    scan of every event id (valid_rows on the classification checks that key among the new rows
+    only).
     Which rows: checked_since. A build that payledger runs checks the accepted events past the
     published build's events watermark; otherwise every row.
 -#}
