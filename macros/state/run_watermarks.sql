@@ -101,12 +101,12 @@
         {%- set relation = load_relation(source[0]) -%}
         {%- if relation is not none -%}
             {%- do relations.update({name: relation}) -%}
+        {%- endif -%}
+        {%- if relation is not none and name != 'checkpoint_source_watermark' -%}
             {%- set maximum = "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
             {%- set value = "date_format((" ~ maximum ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at')
                 else "cast((" ~ maximum ~ ") as string)" -%}
-            {%- if name != 'checkpoint_source_watermark' -%}
-                {%- do columns.append(value ~ " as " ~ name) -%}
-            {%- endif -%}
+            {%- do columns.append(value ~ " as " ~ name) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set read = {} -%}
