@@ -3,6 +3,9 @@ upgrade that changes an overridden block fails here, naming our file to review."
 
 from __future__ import annotations
 
+import ast
+import hashlib
+
 import pytest
 
 from tests.upstream import ROOT, block_digest, block_text, installed, overrides, replaced_upstream
@@ -40,3 +43,16 @@ def test_a_changed_block_is_noticed_and_a_missing_one_named():
     assert block_digest(changed, override.block) != override.sha256
     with pytest.raises(LookupError, match="no `macro no_such_macro` block"):
         block_text(text, "macro no_such_macro")
+
+
+def test_the_session_cursor_execute_is_the_one_run_dbt_replaces():
+    """``payledger.dbt`` replaces dbt-spark's ``Cursor.execute`` in its processes (the profile's
+    settings applied once per invocation): the installed method's source must be the one it was
+    written against. Read from the file, not the class, which run_dbt may have patched."""
+    from payledger.dbt import UPSTREAM_CURSOR_EXECUTE_SHA256
+
+    source = installed("dbt/adapters/spark/session.py").read_text()
+    cursor = next(node for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.name == "Cursor")
+    execute = next(node for node in cursor.body if isinstance(node, ast.FunctionDef) and node.name == "execute")
+    digest = hashlib.sha256(ast.get_source_segment(source, execute).encode()).hexdigest()
+    assert digest == UPSTREAM_CURSOR_EXECUTE_SHA256, "upstream changed: review _execute_applying_settings_once in python_helpers/payledger/dbt.py"
