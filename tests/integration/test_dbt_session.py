@@ -4,9 +4,12 @@ statement."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import SparkSession
 
 from payledger.spark import spark_conf
+
+pytestmark = pytest.mark.integration
 
 
 def test_the_profiles_settings_are_applied_once_per_invocation_and_again_by_the_next(dbt, warehouse, monkeypatch):
