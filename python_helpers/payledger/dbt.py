@@ -156,11 +156,12 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
     first statement only, instead of before every statement. Upstream builds
     ``SparkSession.builder`` with every parameter and calls ``getOrCreate`` for each statement; on an
     existing session PySpark 3.5 sends them to the JVM one by one and applies them again
-    (``SparkSession.applyModifiableSettings``): 5-8 ms a statement with the Delta target's 31
-    parameters against 0.5 ms with none, and a tiny Delta build runs about 133. Warm tiny builds in
-    one process, alternating (2026-12-01): 19.6-20.5 s against 21.4-22.8 s, JVM CPU 22.7-23.8 s
-    against 24.8-25.8 s. They are applied again when the session or the settings differ from the
-    ones applied, so each invocation still starts from the profile's settings, as upstream's do.
+    (``SparkSession.applyModifiableSettings``): 2-8 ms a statement with the Delta target's 31
+    parameters, by machine speed, against 0.4 ms with none, and a tiny Delta build runs about 133
+    (``CHANGELOG.md``, 2026-12-01: warm tiny builds 19.6-20.5 s against 21.4-22.8 s on a slow
+    machine, no difference beyond the spread on a fast one). They are applied again when the
+    session or the settings differ from the ones applied, so each invocation still starts from the
+    profile's settings, as upstream's do.
     Raises dbt's ``DbtRuntimeError`` for Spark's ``AnalysisException``, as upstream does."""
     from dbt_common.exceptions import DbtRuntimeError
     from pyspark.sql import SparkSession
