@@ -1,8 +1,8 @@
 {#-
     Wraps dbt-spark's `snapshot` materialization (dbt-spark 1.11.0; tests/unit/test_upstream.py
     notices a change): an existing snapshot whose source holds no change is left alone after one
-    probe (five statements, the strategy's two included) instead of staged as a view, described six
-    times, probed, and the view dropped (twelve statements). The probe is dbt's own staging
+    probe (five statements, the strategy's two included) instead of staged as a view, described
+    seven times, probed, and the view dropped (thirteen statements). The probe is dbt's own staging
     query (`snapshot_staging_table`, with dbt's strategy), so "no change" means what dbt's MERGE
     would have found: no insert, update or delete. It also checks that the table has every column
     of the source (dbt adds a new one even when no row changed). Anything else, and a new table,
@@ -13,7 +13,11 @@
         database=none, schema=model.schema, identifier=model.get('alias', model.get('name'))
     ) -%}
     {%- if _snapshot_is_idle(target_relation) -%}
-        {{ log('commit_only_changes: ' ~ target_relation ~ ' has no changes; nothing staged or committed', info=false) }}
+        {{ log(
+            'commit_only_changes: ' ~ target_relation
+            ~ ' has no changes; nothing staged or committed',
+            info=false
+        ) }}
         {%- call statement('main') -%}
             select 'no changes for {{ target_relation }}' as skipped
         {%- endcall -%}
@@ -26,8 +30,8 @@
 {#-
     True when the snapshot table `target_relation` exists and a run of dbt's materialization would
     change nothing: its staging query finds no insert, update or delete, and every column of the
-    staged rows is one of the table's. False (dbt's materialization runs) for a missing table, hooks,
-    grants, persisted docs, `dbt_valid_to_current`, or hard deletes other than `ignore`.
+    staged rows is one of the table's. False (dbt's materialization runs) for a missing table,
+    hooks, grants, persisted docs, `dbt_valid_to_current`, or hard deletes other than `ignore`.
 -#}
 {%- macro _snapshot_is_idle(target_relation) -%}
     {%- if target_relation is none or not target_relation.is_table -%}
@@ -45,13 +49,16 @@
     {%- endif -%}
     {%- set staged = snapshot_staging_table(strategy, sql, target_relation) -%}
     {%- set probe = run_query(
-        'select * from (' ~ staged ~ ") as staged where dbt_change_type in ('insert', 'update', 'delete') limit 1"
+        'select * from (' ~ staged ~ ') as staged'
+        ~ " where dbt_change_type in ('insert', 'update', 'delete') limit 1"
     ) -%}
     {%- if probe.rows | length > 0 -%}
         {{ return(false) }}
     {%- endif -%}
-    {%- set existing = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | map('lower') | list -%}
-    {%- for column in probe.column_names if column | lower not in existing + ['dbt_change_type', 'dbt_unique_key'] -%}
+    {%- set existing = adapter.get_columns_in_relation(target_relation)
+        | map(attribute='name') | map('lower') | list -%}
+    {%- set staging_only = ['dbt_change_type', 'dbt_unique_key'] -%}
+    {%- for column in probe.column_names if column | lower not in existing + staging_only -%}
         {{ return(false) }}
     {%- endfor -%}
     {{ return(true) }}
