@@ -47,7 +47,7 @@ from payledger.formats import session_format, table_bytes
 from payledger.generate import EVENT_FILE, POLICY_FILE
 from payledger.load import load_file
 from payledger.reconcile import reconcile
-from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, project_vars
+from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, project_vars, spark_code_generation
 from payledger.sparkwork import WorkCounter, by_node
 from payledger.warehouse import LANDING_EVENTS, LANDING_MERCHANTS, LANDING_POLICIES, VIEW
 
@@ -268,14 +268,16 @@ from posted group by 1, 2
 
 def _peer(spark, metrics: SqlMetrics) -> tuple[Phase, int]:
     """The hand-written job: dedup by aggregation (the lowest ingest_seq of each event_id's valid
-    copies), reference tables broadcast, one pass over the landing table. The landing tables hold
-    one version per policy and merchant (current state): run before any change."""
+    copies), reference tables broadcast, one pass over the landing table, with Spark's default code
+    generation (spark_code_generation; the Delta target interprets). The landing tables hold one
+    version per policy and merchant (current state): run before any change."""
     first = metrics.last_id()
     counter = WorkCounter(spark)
     mark = counter.mark()
     started = time.monotonic()
     spark.sql("drop table if exists payledger.peer_balances")
-    spark.sql(f"create table payledger.peer_balances using {session_format(spark)} as {PEER_SQL}")
+    with spark_code_generation(spark):
+        spark.sql(f"create table payledger.peer_balances using {session_format(spark)} as {PEER_SQL}")
     seconds = time.monotonic() - started
     work = counter.since(mark)
     differing = spark.sql(
