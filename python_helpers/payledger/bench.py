@@ -4,7 +4,8 @@ Measures, in one process and one Spark session with the UI on loopback (for SQL 
 history sizes (the one asked for and a tenth of it, with new batches of the same size in rows):
 - C: a full rebuild of the balance models (checkpoint + view, guard lifted);
 - P: the best job a Spark engineer would write by hand for the same balances from the landing
-  tables (dedup by aggregation, reference tables broadcast, one pass); it must equal the view;
+  tables (dedup by aggregation, reference tables broadcast, one pass), with Spark's default code
+  generation whatever the target set (``spark_code_generation``); it must equal the view;
 - A: an incremental build after appending ~0.2% new events (with duplicates and late events);
 - B: a build after a policy change for one segment effective 30 days back;
 - a build with nothing new and every test on every key, which publishes the view (not measured);
