@@ -19,7 +19,6 @@ import functools
 import json
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -357,12 +356,17 @@ class DeltaFormat(TableFormat):
         """``OPTIMIZE``, ``REORG TABLE ... APPLY (PURGE)`` when deletion vectors remain, ``VACUUM``."""
         from delta.tables import DeltaTable
 
+        from payledger.spark import session_settings
+
         delta_table = DeltaTable.forName(spark, table)
         delta_table.optimize().executeCompaction()
         if self.file_counts(spark, table)[1]:
             # delta-spark has no Python call for REORG.
             spark.sql(f"reorg table {table} apply (purge)")
-        with _delta_retention_check(spark, retention_hours < DELTA_RETENTION_CHECK_HOURS):
+        # Delta refuses VACUUM below its 168 h default unless its check is off: off for a shorter
+        # retention the caller asked for, then back as it was.
+        check_off = {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}
+        with session_settings(spark, check_off if retention_hours < DELTA_RETENTION_CHECK_HOURS else {}):
             delta_table.vacuum(retention_hours)
 
     def source_position(self, location: str) -> int | None:
@@ -425,20 +429,6 @@ class DeltaFormat(TableFormat):
 #: Delta's own default retention (``delta.deletedFileRetentionDuration``, 7 days): VACUUM refuses
 #: less unless its check is off.
 DELTA_RETENTION_CHECK_HOURS = 168.0
-
-
-@contextmanager
-def _delta_retention_check(spark, off: bool) -> Iterator[None]:
-    """Delta refuses VACUUM below its 168 h default unless its check is off: turn it off when
-    ``off`` (a shorter retention the caller asked for), and restore it."""
-    key = "spark.databricks.delta.retentionDurationCheck.enabled"
-    before = spark.conf.get(key, "true")
-    if off:
-        spark.conf.set(key, "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(key, before)
 
 
 class IcebergFormat(TableFormat):

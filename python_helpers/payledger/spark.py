@@ -121,23 +121,33 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
 
 
 @contextlib.contextmanager
-def spark_code_generation(spark) -> Iterator[None]:
-    """Run the body with Spark's default code generation (``SPARK_CODE_GENERATION``), whatever the
-    target's profile set, and give the session its own values back after it, also on an error.
-
-    For a job that stands for plain Spark, such as the bench's peer: the Delta target interprets
-    expressions for its many small statements (``profiles/profiles.yml``), which a hand-written
-    job over millions of rows would not (2.6 x slower at 3M events: ``CHANGELOG.md``, 2026-12-02).
-    Both keys are runtime SQL settings of ``spark`` (a SparkSession); nothing else changes.
-    """
-    before = {key: spark.conf.get(key) for key in SPARK_CODE_GENERATION}
-    for key, value in SPARK_CODE_GENERATION.items():
+def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
+    """Run the body with the runtime SQL settings ``settings`` (``{key: value}``) set on ``spark`` (a
+    SparkSession), and give each key its value from before back after it, also on an error (a key
+    that had none is unset again). Nothing else changes; an empty ``settings`` changes nothing."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
         for key, value in before.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def spark_code_generation(spark) -> contextlib.AbstractContextManager[None]:
+    """Run the body with Spark's default code generation (``SPARK_CODE_GENERATION``), whatever the
+    target's profile set: ``session_settings`` of those keys, so the session's own values come back
+    after it, also on an error.
+
+    For a job that stands for plain Spark, such as the bench's peer: the Delta target interprets
+    expressions for its many small statements (``profiles/profiles.yml``), which a hand-written
+    job over millions of rows would not (2.6 x slower at 3M events: ``CHANGELOG.md``, 2026-12-02).
+    """
+    return session_settings(spark, SPARK_CODE_GENERATION)
 
 
 def stop_spark() -> None:
