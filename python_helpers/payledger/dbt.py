@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -10,7 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from payledger.spark import PROJECT_ROOT, project_environment
+import yaml
+
+from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, project_environment, session_settings
+from payledger.warehouse import VIEW
 
 #: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
 #: ``reconcile_full``; a build compares one rotating slice otherwise).
@@ -18,6 +22,9 @@ FULL_RECONCILIATION = ("--vars", '{"reconcile_full": true}')
 #: The environment variable through which run_dbt tells the data tests over history what the
 #: published build checked (``checked_since_published``; read by macros/reconciliation/).
 CHECKED_SINCE_ENV = "PAYLEDGER_CHECKED_SINCE"
+#: The environment variable that fixes Spark's code generation for every run (profiles/profiles.yml);
+#: unset, run_dbt chooses it per invocation (``code_generation_settings``).
+CODEGEN_ENV = "PAYLEDGER_CODEGEN"
 
 
 @dataclass
@@ -95,6 +102,10 @@ def run_dbt(
     this process's Spark session, the view's version is published if every node succeeded, and the
     failure is recorded if not (``payledger.publish.publish_after``; ``publication`` says what was
     published). Builds through the Thrift target run on the server's session: they publish nothing.
+
+    Code generation: an invocation that reads whole histories runs with Spark's default code
+    generation on top of the profile's settings, and the session's values come back after it
+    (``code_generation_settings``).
     """
     from dbt.cli.main import dbtRunner
     from dbt_common.invocation import get_invocation_id
@@ -116,13 +127,15 @@ def run_dbt(
             on_event(event)
 
     spark = None if args[:1] in OFFLINE_COMMANDS else _embedded_session(args)
-    _apply_session_settings_once()
+    overrides = code_generation_settings(args, spark)
+    _apply_session_settings_once(overrides)
     since = checked_since_published(args)
     os.environ.pop(CHECKED_SINCE_ENV, None)
     if since is not None:
         os.environ[CHECKED_SINCE_ENV] = json.dumps(since)
     try:
-        outcome = dbtRunner(callbacks=[collect]).invoke(argv)
+        with session_settings(spark, overrides) if overrides else contextlib.nullcontext():
+            outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     finally:
         os.environ.pop(CHECKED_SINCE_ENV, None)
     results = getattr(outcome.result, "results", None) or []
@@ -148,6 +161,8 @@ UPSTREAM_CURSOR_EXECUTE_SHA256 = "a9ed901c0957fd930b467bbf05056b85f4d7220b19a7ad
 #: The session the profile's settings were applied to in the current run_dbt invocation, and those
 #: settings: ``[(session, settings)]``, or empty before the invocation's first statement.
 _applied_settings: list[tuple[Any, dict[str, Any]]] = []
+#: Settings the current run_dbt invocation applies on top of the profile's (``code_generation_settings``).
+_invocation_settings: dict[str, str] = {}
 
 
 def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
@@ -161,7 +176,7 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
     (``CHANGELOG.md``, 2026-12-01: warm tiny builds 19.6-20.5 s against 21.4-22.8 s on a slow
     machine, no difference beyond the spread on a fast one). They are applied again when the
     session or the settings differ from the ones applied, so each invocation still starts from the
-    profile's settings, as upstream's do.
+    profile's settings, as upstream's do, with the invocation's own on top (``_invocation_settings``).
     Raises dbt's ``DbtRuntimeError`` for Spark's ``AnalysisException``, as upstream does."""
     from dbt_common.exceptions import DbtRuntimeError
     from pyspark.sql import SparkSession
@@ -172,25 +187,79 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
     # The session getOrCreate would return (PySpark's own check), without a call to the JVM.
     session = SparkSession._instantiatedSession
     applied = _applied_settings[0] if _applied_settings else (None, None)
-    if session is None or session._sc._jsc is None or session is not applied[0] or applied[1] != self.server_side_parameters:
+    wanted = {**self.server_side_parameters, **_invocation_settings}
+    if session is None or session._sc._jsc is None or session is not applied[0] or applied[1] != wanted:
         builder = SparkSession.builder.enableHiveSupport()
-        for parameter, value in self.server_side_parameters.items():
+        for parameter, value in wanted.items():
             builder = builder.config(parameter, value)
         session = builder.getOrCreate()
-        _applied_settings[:] = [(session, dict(self.server_side_parameters))]
+        _applied_settings[:] = [(session, wanted)]
     try:
         self._df = session.sql(sql)
     except AnalysisException as exc:
         raise DbtRuntimeError(str(exc)) from exc
 
 
-def _apply_session_settings_once() -> None:
-    """Make dbt-spark's ``session`` cursor apply the profile's settings once per invocation
-    (``_execute_applying_settings_once``), from this invocation on."""
+def _apply_session_settings_once(overrides: dict[str, str]) -> None:
+    """Make dbt-spark's ``session`` cursor apply the profile's settings, with ``overrides``
+    (``{key: value}``) on top, once per invocation (``_execute_applying_settings_once``), from this
+    invocation on."""
     from dbt.adapters.spark.session import Cursor
 
     Cursor.execute = _execute_applying_settings_once
     _applied_settings.clear()
+    _invocation_settings.clear()
+    _invocation_settings.update(overrides)
+
+
+def reads_whole_history(args: tuple[str, ...], view_exists: Callable[[], bool]) -> bool:
+    """Whether the dbt command line ``args`` reads whole histories rather than a batch: a full
+    refresh (``--full-refresh``, ``-f`` or ``DBT_FULL_REFRESH``), a full reconciliation (``--vars``
+    with ``reconcile_full`` true; ``--vars`` as dbt reads it, YAML), or a ``build`` or ``run``
+    before the balance view exists (``view_exists()`` false, asked only then: a first build). False
+    for other commands than ``build``, ``run``, ``test`` and ``seed``."""
+    command = args[:1]
+    if command not in (("build",), ("run",), ("test",), ("seed",)):
+        return False
+    if command != ("test",) and _full_refresh(args):
+        return True
+    given = [args[index + 1] for index, arg in enumerate(args[:-1]) if arg == "--vars"]
+    given += [arg.removeprefix("--vars=") for arg in args if arg.startswith("--vars=")]
+    if any(_vars(text).get("reconcile_full") is True for text in given):
+        return True
+    return command in (("build",), ("run",)) and not view_exists()
+
+
+def _vars(text: str) -> dict[str, Any]:
+    """dbt's ``--vars`` value ``text`` as dbt reads it (YAML), or ``{}`` when it is not a YAML
+    mapping (dbt then refuses the invocation with its own message)."""
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _full_refresh(args: tuple[str, ...]) -> bool:
+    """Whether the dbt command line ``args`` (with the environment) asks for a full refresh."""
+    return "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
+
+
+def code_generation_settings(args: tuple[str, ...], spark) -> dict[str, str]:
+    """The Spark settings run_dbt adds to the profile's for the dbt command line ``args`` on the
+    session ``spark`` (None: the Thrift target, nothing added): Spark's default code generation
+    (``SPARK_CODE_GENERATION``) when the invocation reads whole histories (``reads_whole_history``;
+    the balance view's existence asked of the catalog), else none, and none whenever
+    ``PAYLEDGER_CODEGEN`` is set (that value then holds for every run).
+
+    The Delta target interprets expressions (``profiles/profiles.yml``): a small build plans
+    hundreds of small queries, whose compiling cost more than it saved. Over millions of rows it is
+    the other way round: at 3M events a full rebuild took 91.9 s interpreted and 49.6 s compiled, a
+    full reconciliation 62.6 s and 23.6 s, while a batch's build took 28.5 s and 42.0 s
+    (``CHANGELOG.md``, 2026-12-02)."""
+    if spark is None or CODEGEN_ENV in os.environ:
+        return {}
+    return dict(SPARK_CODE_GENERATION) if reads_whole_history(args, lambda: spark.catalog.tableExists(VIEW)) else {}
 
 
 #: dbt commands that open no connection: run_dbt starts no Spark session for them.
@@ -229,8 +298,7 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
     from payledger.publish import as_utc, read_document
     from payledger.spark import command_target, default_warehouse, embedded_target
 
-    full_refresh = "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
-    if args[:1] not in (("build",), ("test",)) or full_refresh or not embedded_target(args):
+    if args[:1] not in (("build",), ("test",)) or _full_refresh(args) or not embedded_target(args):
         return None
     document = read_document(default_warehouse(), target_format(command_target(args)))
     current = document.current

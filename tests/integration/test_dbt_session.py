@@ -1,28 +1,47 @@
 """dbt in this process (``payledger.dbt.run_dbt``) applies the profile's Spark settings to the
 session once per invocation, where dbt-spark's ``session`` cursor applies them before every
-statement."""
+statement, and on top of them Spark's default code generation for an invocation that reads whole
+histories (``code_generation_settings``)."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark.sql import SparkSession
 
-from payledger.spark import spark_conf
+import payledger.dbt
+from payledger.spark import SPARK_CODE_GENERATION, spark_conf
 
 pytestmark = pytest.mark.integration
 
 
-def test_the_profiles_settings_are_applied_once_per_invocation_and_again_by_the_next(dbt, warehouse, monkeypatch):
+def test_the_profiles_settings_are_applied_once_per_invocation_with_code_generation_over_whole_histories(dbt, warehouse, monkeypatch):
     spark = warehouse.spark
     key = "spark.sql.shuffle.partitions"
     profile_value = spark_conf()[key]
     spark.conf.set(key, str(int(profile_value) + 6))  # changed between invocations
+    code_generation = tuple(SPARK_CODE_GENERATION)
+    interpreted = tuple(spark.conf.get(name, None) for name in code_generation)
+    assert interpreted != tuple(SPARK_CODE_GENERATION.values())  # the tests' sessions interpret (tests/conftest.py)
     builds, statements = [], []
     get_or_create, sql = SparkSession.Builder.getOrCreate, SparkSession.sql
+
+    def recording(self, *args, **kwargs):
+        statements.append((args[0], tuple(self.conf.get(name, None) for name in code_generation)))
+        return sql(self, *args, **kwargs)
+
     monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: builds.append(1) or get_or_create(self))
-    monkeypatch.setattr(SparkSession, "sql", lambda self, *args, **kwargs: statements.append(args[0]) or sql(self, *args, **kwargs))
+    monkeypatch.setattr(SparkSession, "sql", recording)
+    # As if PAYLEDGER_CODEGEN were unset (run_dbt then chooses), without changing the profile's
+    # rendering: a changed environment variable of the profile would make dbt parse the project again.
+    monkeypatch.setattr(payledger.dbt, "CODEGEN_ENV", "PAYLEDGER_CODEGEN_UNSET_IN_THIS_TEST")
     dbt("seed")  # the seed: a table created and filled, several statements
     # Back to the profile's value: the invocation applied the settings before its first statement.
     assert spark.conf.get(key) == profile_value
     # Once by run_dbt's own session start, once by dbt's first statement; never per statement.
     assert len(statements) > 2 and len(builds) == 2, (len(builds), statements)
+    # Not a full refresh: the profile's code generation throughout.
+    assert {settings for _, settings in statements} == {interpreted}
+    statements.clear()
+    dbt("seed", "--full-refresh")
+    assert statements and {settings for _, settings in statements} == {tuple(SPARK_CODE_GENERATION.values())}
+    assert tuple(spark.conf.get(name, None) for name in code_generation) == interpreted

@@ -1,0 +1,82 @@
+"""Which dbt invocations run_dbt gives Spark's default code generation (``reads_whole_history``,
+``code_generation_settings``): those that read whole histories, and none when PAYLEDGER_CODEGEN is
+set. No Spark: the catalog's answer is a stand-in."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+import payledger.dbt
+from payledger.dbt import FULL_RECONCILIATION, code_generation_settings, reads_whole_history
+from payledger.spark import SPARK_CODE_GENERATION
+from payledger.warehouse import VIEW
+
+
+def _never_asked() -> bool:
+    raise AssertionError("the view's existence was asked")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--select", "merchant_balance_current", "--full-refresh"),
+        ("build", "-f"),
+        ("seed", "--full-refresh"),
+        ("test", "--select", "assert_merchant_balance_current_reconciles", *FULL_RECONCILIATION),
+        ("build", "--vars={reconcile_full: true, reconcile_slices: 4}"),
+    ],
+)
+def test_full_refreshes_and_full_reconciliations_read_whole_histories(args):
+    assert reads_whole_history(args, _never_asked)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("test",),
+        ("test", "--full-refresh"),  # a test has nothing to refresh
+        ("test", "--vars", '{"reconcile_full": false}'),
+        ("test", "--vars", '{"reconcile_slices": 4}'),
+        ("source", "freshness"),
+        ("snapshot",),
+        ("run-operation", "stage_external_sources", "--vars", '{"reconcile_full": true}'),
+    ],
+)
+def test_other_invocations_do_not_and_never_ask_for_the_view(args):
+    assert not reads_whole_history(args, _never_asked)
+
+
+@pytest.mark.parametrize("command", ["build", "run"])
+def test_a_build_before_the_view_exists_reads_whole_histories(command):
+    assert reads_whole_history((command, "--exclude", "resource_type:test"), lambda: False)
+    assert not reads_whole_history((command, "--exclude", "resource_type:test"), lambda: True)
+
+
+def test_dbt_full_refresh_in_the_environment_counts(monkeypatch):
+    monkeypatch.setenv("DBT_FULL_REFRESH", "True")
+    assert reads_whole_history(("build",), lambda: True)
+
+
+def _session(exists: bool, asked: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(catalog=SimpleNamespace(tableExists=lambda name: asked.append(name) or exists))
+
+
+def test_the_settings_are_sparks_code_generation_over_whole_histories_only(monkeypatch):
+    monkeypatch.setattr(payledger.dbt, "CODEGEN_ENV", "PAYLEDGER_CODEGEN_UNSET_IN_THIS_TEST")
+    asked: list[str] = []
+    assert code_generation_settings(("build",), _session(False, asked)) == SPARK_CODE_GENERATION
+    assert asked == [VIEW]
+    assert code_generation_settings(("build",), _session(True, asked)) == {}
+    assert code_generation_settings(("build", "--full-refresh"), None) == {}  # the Thrift target
+
+
+def test_a_set_payledger_codegen_holds_for_every_run(monkeypatch):
+    monkeypatch.setenv(payledger.dbt.CODEGEN_ENV, "false")
+    assert code_generation_settings(("build", "--full-refresh"), _session(False, [])) == {}
+
+
+@pytest.mark.parametrize("text", ["{reconcile_full: [", "reconcile_full", "[1, 2]"])
+def test_vars_that_are_not_a_mapping_are_left_to_dbt(text):
+    assert not reads_whole_history(("test", "--vars", text), _never_asked)
