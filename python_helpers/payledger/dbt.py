@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, project_environment, session_settings
 from payledger.warehouse import VIEW
 
@@ -138,6 +136,7 @@ def run_dbt(
             outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     finally:
         os.environ.pop(CHECKED_SINCE_ENV, None)
+        _invocation_settings.clear()
     results = getattr(outcome.result, "results", None) or []
     # run-operation returns result entries without a node (RunResultOutput has unique_id instead).
     nodes = {(r.node.unique_id if hasattr(r, "node") else r.unique_id): r for r in results}
@@ -213,36 +212,39 @@ def _apply_session_settings_once(overrides: dict[str, str]) -> None:
 
 
 def reads_whole_history(args: tuple[str, ...], view_exists: Callable[[], bool]) -> bool:
-    """Whether the dbt command line ``args`` reads whole histories rather than a batch: a full
-    refresh (``--full-refresh``, ``-f`` or ``DBT_FULL_REFRESH``), a full reconciliation (``--vars``
-    with ``reconcile_full`` true; ``--vars`` as dbt reads it, YAML), or a ``build`` or ``run``
-    before the balance view exists (``view_exists()`` false, asked only then: a first build). False
-    for other commands than ``build``, ``run``, ``test`` and ``seed``."""
+    """Whether the dbt command line ``args`` reads whole histories rather than a batch: a ``build``
+    or ``run`` with a full refresh (``--full-refresh``, ``-f``, ``DBT_FULL_REFRESH``), a ``build``,
+    ``run`` or ``test`` with a full reconciliation (var ``reconcile_full`` true), or a ``build`` or
+    ``run`` before the balance view exists (``view_exists()`` false, asked only then: a first
+    build). Options as dbt reads them (``dbt_options``). False for every other command (a seed
+    reads its CSV file only)."""
     command = args[:1]
-    if command not in (("build",), ("run",), ("test",), ("seed",)):
+    if command not in (("build",), ("run",), ("test",)):
         return False
-    if command != ("test",) and _full_refresh(args):
+    options = dbt_options(args)
+    if command != ("test",) and options.get("full_refresh"):
         return True
-    given = [args[index + 1] for index, arg in enumerate(args[:-1]) if arg == "--vars"]
-    given += [arg.removeprefix("--vars=") for arg in args if arg.startswith("--vars=")]
-    if any(_vars(text).get("reconcile_full") is True for text in given):
+    if (options.get("vars") or {}).get("reconcile_full") is True:
         return True
-    return command in (("build",), ("run",)) and not view_exists()
+    return command != ("test",) and not view_exists()
 
 
-def _vars(text: str) -> dict[str, Any]:
-    """dbt's ``--vars`` value ``text`` as dbt reads it (YAML), or ``{}`` when it is not a YAML
-    mapping (dbt then refuses the invocation with its own message)."""
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
+def dbt_options(args: tuple[str, ...]) -> dict[str, Any]:
+    """The options of the dbt command line ``args`` (``{name: value}``, dbt's parameter names such
+    as ``full_refresh`` and ``vars``, a dict) as dbt's own command-line parser reads them, the
+    environment included (``DBT_FULL_REFRESH``; ``-xf``; the last ``--vars`` wins), without running
+    anything; ``{}`` for a command dbt does not have or a line it refuses (dbt then says why)."""
+    import click
+    from dbt.cli.main import cli
+
+    command = cli.commands.get(args[0]) if args else None
+    if command is None:
         return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def _full_refresh(args: tuple[str, ...]) -> bool:
-    """Whether the dbt command line ``args`` (with the environment) asks for a full refresh."""
-    return "--full-refresh" in args or "-f" in args or os.environ.get("DBT_FULL_REFRESH", "").lower() in ("1", "true", "yes")
+    try:
+        parent = cli.make_context("dbt", [], resilient_parsing=True)
+        return dict(command.make_context(args[0], list(args[1:]), parent=parent, resilient_parsing=True).params)
+    except click.ClickException:
+        return {}
 
 
 def code_generation_settings(args: tuple[str, ...], spark) -> dict[str, str]:
@@ -298,7 +300,7 @@ def checked_since_published(args: tuple[str, ...]) -> dict[str, int | str] | Non
     from payledger.publish import as_utc, read_document
     from payledger.spark import command_target, default_warehouse, embedded_target
 
-    if args[:1] not in (("build",), ("test",)) or _full_refresh(args) or not embedded_target(args):
+    if args[:1] not in (("build",), ("test",)) or dbt_options(args).get("full_refresh") or not embedded_target(args):
         return None
     document = read_document(default_warehouse(), target_format(command_target(args)))
     current = document.current

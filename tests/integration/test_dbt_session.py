@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 import payledger.dbt
 from payledger.spark import SPARK_CODE_GENERATION, spark_conf
+from payledger.warehouse import VIEW
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +40,15 @@ def test_the_profiles_settings_are_applied_once_per_invocation_with_code_generat
     assert spark.conf.get(key) == profile_value
     # Once by run_dbt's own session start, once by dbt's first statement; never per statement.
     assert len(statements) > 2 and len(builds) == 2, (len(builds), statements)
-    # Not a full refresh: the profile's code generation throughout.
+    # A seed reads its file only: the profile's code generation throughout.
     assert {settings for _, settings in statements} == {interpreted}
     statements.clear()
-    dbt("seed", "--full-refresh")
+    # A build before the view exists (the catalog asked) reads whole histories: compiled
+    # throughout, and the session's own settings back after it.
+    dbt("build", "--select", "payment_event_types", "--exclude", "resource_type:test")
     assert statements and {settings for _, settings in statements} == {tuple(SPARK_CODE_GENERATION.values())}
     assert tuple(spark.conf.get(name, None) for name in code_generation) == interpreted
+    # Once the view exists, a build is a batch's.
+    spark.sql(f"create schema if not exists {VIEW.split('.')[0]}")
+    spark.sql(f"create view {VIEW} as select 1 as stand_in")
+    assert payledger.dbt.code_generation_settings(("build",), spark) == {}

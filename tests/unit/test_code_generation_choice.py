@@ -14,6 +14,11 @@ from payledger.spark import SPARK_CODE_GENERATION
 from payledger.warehouse import VIEW
 
 
+@pytest.fixture(autouse=True)
+def _no_full_refresh_in_the_environment(monkeypatch):
+    monkeypatch.delenv("DBT_FULL_REFRESH", raising=False)
+
+
 def _never_asked() -> bool:
     raise AssertionError("the view's existence was asked")
 
@@ -23,9 +28,10 @@ def _never_asked() -> bool:
     [
         ("run", "--select", "merchant_balance_current", "--full-refresh"),
         ("build", "-f"),
-        ("seed", "--full-refresh"),
+        ("build", "-xf"),  # dbt's short flags combined: fail fast, full refresh
         ("test", "--select", "assert_merchant_balance_current_reconciles", *FULL_RECONCILIATION),
         ("build", "--vars={reconcile_full: true, reconcile_slices: 4}"),
+        ("test", "--vars", "{reconcile_full: false}", "--vars", "{reconcile_full: true}"),  # the last wins
     ],
 )
 def test_full_refreshes_and_full_reconciliations_read_whole_histories(args):
@@ -39,6 +45,8 @@ def test_full_refreshes_and_full_reconciliations_read_whole_histories(args):
         ("test", "--full-refresh"),  # a test has nothing to refresh
         ("test", "--vars", '{"reconcile_full": false}'),
         ("test", "--vars", '{"reconcile_slices": 4}'),
+        ("test", "--vars", "{reconcile_full: true}", "--vars", "{reconcile_full: false}"),
+        ("seed", "--full-refresh"),  # a seed reads its CSV file only
         ("source", "freshness"),
         ("snapshot",),
         ("run-operation", "stage_external_sources", "--vars", '{"reconcile_full": true}'),
@@ -54,8 +62,9 @@ def test_a_build_before_the_view_exists_reads_whole_histories(command):
     assert not reads_whole_history((command, "--exclude", "resource_type:test"), lambda: True)
 
 
-def test_dbt_full_refresh_in_the_environment_counts(monkeypatch):
-    monkeypatch.setenv("DBT_FULL_REFRESH", "True")
+@pytest.mark.parametrize("value", ["True", "1", "on"])
+def test_dbt_full_refresh_in_the_environment_counts(monkeypatch, value):
+    monkeypatch.setenv("DBT_FULL_REFRESH", value)
     assert reads_whole_history(("build",), lambda: True)
 
 
