@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
@@ -132,7 +131,7 @@ def run_dbt(
     if since is not None:
         os.environ[CHECKED_SINCE_ENV] = json.dumps(since)
     try:
-        with session_settings(spark, overrides) if overrides else contextlib.nullcontext():
+        with session_settings(spark, overrides):  # no overrides: nothing set, spark not used
             outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     finally:
         os.environ.pop(CHECKED_SINCE_ENV, None)
