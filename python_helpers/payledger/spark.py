@@ -75,8 +75,14 @@ def default_target() -> str:
 
 
 def command_target(args: tuple[str, ...] = ()) -> str:
-    """The dbt target of a dbt command line ``args``: its ``--target``, else ``default_target()``."""
-    return args[args.index("--target") + 1] if "--target" in args[:-1] else default_target()
+    """The dbt target of a dbt command line ``args`` (``("build", "-t", "iceberg")``) as dbt reads
+    it (``--target``, ``-t``, ``--target=``, ``$DBT_TARGET``: ``payledger.dbt.dbt_options``), else
+    ``default_target()``. ``()``: ``default_target()``, without importing dbt."""
+    if not args:
+        return default_target()
+    from payledger.dbt import dbt_options
+
+    return dbt_options(args).get("target") or default_target()
 
 
 def embedded_target(args: tuple[str, ...] = ()) -> bool:

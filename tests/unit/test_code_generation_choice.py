@@ -1,6 +1,7 @@
-"""Which dbt invocations run_dbt gives Spark's default code generation (``reads_whole_history``,
-``code_generation_settings``): those that read whole histories, and none when PAYLEDGER_CODEGEN is
-set. No Spark: the catalog's answer is a stand-in."""
+"""How run_dbt reads a dbt command line: which invocations it gives Spark's default code generation
+(``reads_whole_history``, ``code_generation_settings``: those that read whole histories, none when
+PAYLEDGER_CODEGEN is set), and which target's session it starts (``command_target``). No Spark: the
+catalog's answer is a stand-in."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import payledger.dbt
 from payledger.dbt import FULL_RECONCILIATION, code_generation_settings, reads_whole_history
-from payledger.spark import SPARK_CODE_GENERATION
+from payledger.spark import SPARK_CODE_GENERATION, command_target, embedded_target
 from payledger.warehouse import VIEW
 
 
@@ -89,3 +90,26 @@ def test_a_set_payledger_codegen_holds_for_every_run(monkeypatch):
 @pytest.mark.parametrize("text", ["{reconcile_full: [", "reconcile_full", "[1, 2]"])
 def test_vars_that_are_not_a_mapping_are_left_to_dbt(text):
     assert not reads_whole_history(("test", "--vars", text), _never_asked)
+
+
+@pytest.mark.parametrize(
+    ("args", "environment", "target"),
+    [
+        (("build", "--target", "iceberg"), {}, "iceberg"),
+        (("build", "-t", "iceberg", "--select", "merchant_balance_current"), {}, "iceberg"),
+        (("build", "--target=iceberg"), {}, "iceberg"),
+        (("run",), {"DBT_TARGET": "iceberg"}, "iceberg"),
+        (("run", "--target", "thrift"), {"DBT_TARGET": "iceberg"}, "thrift"),  # the line wins
+        (("build", "--select", "merchant_balance_current"), {}, "delta"),
+    ],
+)
+def test_the_target_of_a_command_line_is_the_one_dbt_reads(monkeypatch, args, environment, target):
+    """run_dbt starts the Spark session of the target dbt will use: a session of another format
+    would be the one dbt-spark's ``session`` method reuses."""
+    monkeypatch.delenv("PAYLEDGER_TARGET", raising=False)
+    monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
+    monkeypatch.delenv("DBT_TARGET", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert command_target(args) == target
+    assert embedded_target(args) == (target != "thrift")
