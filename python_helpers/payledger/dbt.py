@@ -230,18 +230,26 @@ def reads_whole_history(args: tuple[str, ...], view_exists: Callable[[], bool]) 
 
 def dbt_options(args: tuple[str, ...]) -> dict[str, Any]:
     """The options of the dbt command line ``args`` (``{name: value}``, dbt's parameter names such
-    as ``full_refresh`` and ``vars``, a dict) as dbt's own command-line parser reads them, the
-    environment included (``DBT_FULL_REFRESH``; ``-xf``; the last ``--vars`` wins), without running
-    anything; ``{}`` for a command dbt does not have or a line it refuses (dbt then says why)."""
+    as ``full_refresh``, ``target`` and ``vars``, a dict) as dbt's own command-line parser reads
+    them, the environment included (``DBT_FULL_REFRESH``, ``DBT_TARGET``; ``-xf``; the last
+    ``--vars`` wins), without running anything. ``args`` starts with the command, one word or a
+    group's two (``("source", "freshness", "-t", "iceberg")``), as run_dbt passes it. ``{}`` for a
+    command dbt does not have, a line that starts with an option, or a line dbt refuses (dbt then
+    says why)."""
     import click
     from dbt.cli.main import cli
 
-    command = cli.commands.get(args[0]) if args else None
-    if command is None:
-        return {}
+    name, rest = (args[0], list(args[1:])) if args else ("", [])
+    command = cli.commands.get(name)
     try:
         parent = cli.make_context("dbt", [], resilient_parsing=True)
-        return dict(command.make_context(args[0], list(args[1:]), parent=parent, resilient_parsing=True).params)
+        if isinstance(command, click.Group):  # source freshness, docs generate: the subcommand's options
+            parent = command.make_context(name, [], parent=parent, resilient_parsing=True)
+            name, rest = (rest[0], rest[1:]) if rest else ("", [])
+            command = command.commands.get(name)
+        if command is None:
+            return {}
+        return dict(command.make_context(name, rest, parent=parent, resilient_parsing=True).params)
     except click.ClickException:
         return {}
 

@@ -100,6 +100,8 @@ def test_vars_that_are_not_a_mapping_are_left_to_dbt(text):
         (("build", "--target=iceberg"), {}, "iceberg"),
         (("run",), {"DBT_TARGET": "iceberg"}, "iceberg"),
         (("run", "--target", "thrift"), {"DBT_TARGET": "iceberg"}, "thrift"),  # the line wins
+        (("source", "freshness", "-t", "iceberg"), {}, "iceberg"),  # a group's subcommand
+        (("docs", "generate", "--target=iceberg"), {}, "iceberg"),
         (("build", "--select", "merchant_balance_current"), {}, "delta"),
     ],
 )
@@ -108,7 +110,8 @@ def test_the_target_of_a_command_line_is_the_one_dbt_reads(monkeypatch, args, en
     would be the one dbt-spark's ``session`` method reuses."""
     monkeypatch.delenv("PAYLEDGER_TARGET", raising=False)
     monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
-    monkeypatch.delenv("DBT_TARGET", raising=False)
+    for name in ("DBT_TARGET", "DBT_ENGINE_TARGET"):  # dbt's --target reads both
+        monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert command_target(args) == target

@@ -230,7 +230,8 @@ def test_builds_and_tests_check_history_since_a_checked_publication(tmp_path, mo
 
     monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
     monkeypatch.setenv("PAYLEDGER_FORMAT", "delta")
-    monkeypatch.delenv("DBT_FULL_REFRESH", raising=False)
+    for name in ("DBT_FULL_REFRESH", "PAYLEDGER_TARGET", "DBT_TARGET", "DBT_ENGINE_TARGET"):
+        monkeypatch.delenv(name, raising=False)
     still_there = {"answer": True}
     monkeypatch.setattr("payledger.formats.DeltaFormat.time_travels_to", lambda _self, location, version: still_there["answer"])
     build = ("build", "--select", "merchant_balance_current")
