@@ -65,8 +65,8 @@ demo: setup ## Run the main job on the embedded default (generate, build, new ba
 test: setup ## Run the whole suite on Delta and the both_formats tests on Iceberg, in one session (shuffled; PYTEST_ARGS="-p randomly --randomly-seed=N" replays)
 	env -u PAYLEDGER_FORMAT -u PAYLEDGER_TEST_FORMATS $(VENV)/bin/pytest --numprocesses 2 --dist loadgroup --no-loadscope-reorder --durations 30 $(PYTEST_ARGS)
 
-soak: setup ## Long reliability run: 300 random histories and 50 SIGKILLs (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
-	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py
+soak: setup ## Long reliability run: 300 random histories, 50 SIGKILLs, a first day's event re-sent after 100 builds (PAYLEDGER_SOAK=1; FORMAT=delta|iceberg)
+	PAYLEDGER_FORMAT=$(FORMAT) PAYLEDGER_SOAK=1 $(VENV)/bin/pytest -s tests/integration/test_differential.py tests/integration/test_crash_and_overlap.py tests/integration/test_maintenance.py
 
 lint: setup ## ruff and sqlfluff over the code (what pre-commit runs), dbt-score over the dbt metadata (pyproject.toml)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/sqlfluff lint

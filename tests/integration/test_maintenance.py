@@ -5,6 +5,7 @@ maintenance never runs while a build holds the warehouse's lock."""
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import json
 
 import pytest
@@ -17,6 +18,7 @@ from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock
 from payledger.maintain import FileCounts, dedup_index_appended, file_counts, maintain, maintain_tables, project_tables
 from payledger.schedule import scheduled_build
 from payledger.warehouse import DEDUP_DIRECTORY, DEDUP_INDEX, VIEW
+from tests import histories
 from tests.support import SCENARIO_SELECTION, History, event, merchant, policy, rejects_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
@@ -92,6 +94,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
 
     # Maintenance sorts the dedup index again once enough ids were appended to it since its last
     # sort (here: any); then the directory lists only the new sort's units.
+    sort_after_units = maintain_module.SORT_DEDUP_INDEX_AFTER_UNITS
     monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", 0)
     appended, _ = dedup_index_appended(spark)
     assert appended == 4, appended  # the second build's accepted events
@@ -103,8 +106,31 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     bases = warehouse.rows(f"select distinct unit_base from {DEDUP_INDEX}")
     assert len(bases) == 1 and bases[0]["unit_base"] == warehouse.rows(f"select max(unit_base) as b from {DEDUP_DIRECTORY}")[0]["b"], bases
 
+    # make soak: scheduled builds of four new events each, as cron runs them (maintenance when due:
+    # every 24 commits; the index sorted again once its appended part outnumbers the real threshold),
+    # until the history has had histories.LATER_BUILDS builds after its first (make test: none here,
+    # 2 in all).
+    monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", sort_after_units)
+    sorts = 0
+    for build in range(histories.LATER_BUILDS - 2):
+        day = dt.date(2026, 3, 3) + dt.timedelta(days=build)
+        batch = [event(f"n{build}-{i}", f"m{(build + i) % 12}", "capture_settled", f"{i + 1}.25", f"{day} 0{i}:00:00") for i in range(4)]
+        history.land_events(warehouse, batch)
+        appended = dedup_index_appended(spark)[0]
+        records: list[dict] = []
+        code = scheduled_build(build_args=SCENARIO_SELECTION, emit=records.append, maintain_every=maintain_module.DEFAULT_EVERY_COMMITS)
+        assert code == 0, records
+        if dedup_index_appended(spark)[0] < appended + len(batch):
+            sorts += 1
+    # The sort above made units of 8, 8 and 4 ids (tests/conftest.py: 8 a unit), so 20 units are
+    # about 134 ids: 34 builds of 4. The index gets one commit a build, and its maintenance, due
+    # every 24 commits, sorts it at the 48th build (and the 96th).
+    if histories.LATER_BUILDS >= 60:
+        assert sorts > 0, "no scheduled maintenance sorted the dedup index again"
+
     # The next build folds new events into the maintained tables as into any others, and finds
-    # earlier copies in the sorted index: a re-sent event (exact) and a reused id (conflicting).
+    # earlier copies in the sorted index: a re-sent event of the history's first day (exact), after
+    # histories.LATER_BUILDS builds since, and a reused id (conflicting).
     history.land_events(
         warehouse,
         [
@@ -116,6 +142,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     dbt.scenario_build()
     history.assert_view_matches(warehouse)
     assert sorted(rejects_of(warehouse).values()) == ["conflicting_duplicate", "exact_duplicate"]
+    print(f"maintenance: the first day's event re-sent after {histories.LATER_BUILDS} later builds ({sorts} index sorts by scheduled maintenance)")
 
 
 def test_maintenance_never_runs_while_a_build_holds_the_lock_and_exits_75(warehouse):
