@@ -127,3 +127,40 @@ def test_bad_json_lines_are_refused_naming_the_line_or_column(tmp_path, content,
     path.write_text(content)
     with pytest.raises(LoadError, match=message):
         rows(path, EVENT_FILE_SCHEMA, optional=frozenset())
+
+
+EVENT_CSV = (
+    "event_id,merchant_id,currency,event_type,amount,event_time\n"
+    "e1,m1,USD,capture_settled,1250.00,2026-10-01T09:15:00Z\n"
+    "e2,m1,KWD,capture_settled,1.235,2026-10-02T09:15:00+02:00\n"
+)
+
+
+def test_a_csv_as_spreadsheets_export_it_reads_as_a_plain_one(tmp_path):
+    """A UTF-8 byte order mark, CRLF line ends and every field quoted (Excel's and many banks' CSV)
+    change nothing: the same rows as the plain file, the first column's name included."""
+    plain, exported = tmp_path / "plain.csv", tmp_path / "exported.csv"
+    plain.write_text(EVENT_CSV)
+    quoted = "\r\n".join(",".join(f'"{field}"' for field in line.split(",")) for line in EVENT_CSV.splitlines())
+    exported.write_bytes(b"\xef\xbb\xbf" + (quoted + "\r\n").encode())
+    expected = rows(plain, EVENT_FILE_SCHEMA, optional=frozenset())
+    assert [r["event_id"] for r in expected] == ["e1", "e2"] and expected[1]["amount"] == Decimal("1.235")
+    assert rows(exported, EVENT_FILE_SCHEMA, optional=frozenset()) == expected
+
+
+def test_parquet_with_dictionary_encoded_text_reads_as_plain_text(tmp_path):
+    """pandas' categoricals and Spark's dictionary pages arrive as dictionary-encoded strings."""
+    table = pa.table(
+        {
+            "event_id": ["e1", "e2"],
+            "merchant_id": pa.array(["m1", "m1"]).dictionary_encode(),
+            "currency": pa.array(["USD", "EUR"]).dictionary_encode(),
+            "event_type": ["capture_settled", "payout_paid"],
+            "amount": pa.array([Decimal("10.00"), Decimal("3.10")], pa.decimal128(12, 2)),
+            "event_time": pa.array([dt.datetime(2026, 10, 5, 8), dt.datetime(2026, 10, 5, 9)], pa.timestamp("ms", tz="UTC")),
+        }
+    )
+    path = tmp_path / "events.parquet"
+    pq.write_table(table, path)
+    got = rows(path, EVENT_FILE_SCHEMA, optional=frozenset())
+    assert [(r["merchant_id"], r["currency"]) for r in got] == [("m1", "USD"), ("m1", "EUR")]
