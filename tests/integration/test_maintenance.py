@@ -107,30 +107,32 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     assert len(bases) == 1 and bases[0]["unit_base"] == warehouse.rows(f"select max(unit_base) as b from {DEDUP_DIRECTORY}")[0]["b"], bases
 
     # make soak: scheduled builds of four new events each, as cron runs them (maintenance when due:
-    # every 24 commits; the index sorted again once its appended part outnumbers the real threshold),
-    # until the history has had histories.LATER_BUILDS builds after its first (make test: none here,
-    # 2 in all).
+    # every 24 commits; the index sorted again once its appended part outnumbers the real
+    # threshold), so that histories.LATER_BUILDS builds come between the first day's build and the
+    # re-send (make test: 1, the scheduled build above).
     monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", sort_after_units)
-    sorts = 0
-    for build in range(histories.LATER_BUILDS - 2):
-        day = dt.date(2026, 3, 3) + dt.timedelta(days=build)
-        batch = [event(f"n{build}-{i}", f"m{(build + i) % 12}", "capture_settled", f"{i + 1}.25", f"{day} 0{i}:00:00") for i in range(4)]
-        history.land_events(warehouse, batch)
-        appended = dedup_index_appended(spark)[0]
+    directory_base = f"select max(unit_base) as b from {DEDUP_DIRECTORY}"
+    sorted_after: list[int] = []  # the later builds whose maintenance sorted the index again
+    for build in range(2, histories.LATER_BUILDS + 1):
+        day = dt.date(2026, 3, 1) + dt.timedelta(days=build)
+        history.land_events(
+            warehouse, [event(f"n{build}-{i}", f"m{(build + i) % 12}", "capture_settled", f"{i + 1}.25", f"{day} 0{i}:00:00") for i in range(4)]
+        )
+        base = warehouse.rows(directory_base)[0]["b"]
         records: list[dict] = []
         code = scheduled_build(build_args=SCENARIO_SELECTION, emit=records.append, maintain_every=maintain_module.DEFAULT_EVERY_COMMITS)
         assert code == 0, records
-        if dedup_index_appended(spark)[0] < appended + len(batch):
-            sorts += 1
+        if warehouse.rows(directory_base)[0]["b"] != base:
+            sorted_after.append(build)
     # The sort above made units of 8, 8 and 4 ids (tests/conftest.py: 8 a unit), so 20 units are
-    # about 134 ids: 34 builds of 4. The index gets one commit a build, and its maintenance, due
-    # every 24 commits, sorts it at the 48th build (and the 96th).
+    # about 134 ids, 34 of these builds. The index gets one commit a build, and its maintenance, due
+    # every 24 commits, sorts it when the 49th later build (the 48th of these) has appended 192.
     if histories.LATER_BUILDS >= 60:
-        assert sorts > 0, "no scheduled maintenance sorted the dedup index again"
+        assert sorted_after, "no scheduled maintenance sorted the dedup index again"
 
     # The next build folds new events into the maintained tables as into any others, and finds
     # earlier copies in the sorted index: a re-sent event of the history's first day (exact), after
-    # histories.LATER_BUILDS builds since, and a reused id (conflicting).
+    # histories.LATER_BUILDS builds since that day's, and a reused id (conflicting).
     history.land_events(
         warehouse,
         [
@@ -142,7 +144,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     dbt.scenario_build()
     history.assert_view_matches(warehouse)
     assert sorted(rejects_of(warehouse).values()) == ["conflicting_duplicate", "exact_duplicate"]
-    print(f"maintenance: the first day's event re-sent after {histories.LATER_BUILDS} later builds ({sorts} index sorts by scheduled maintenance)")
+    print(f"maintenance: the first day's event re-sent after {histories.LATER_BUILDS} later builds; the index sorted after {sorted_after}")
 
 
 def test_maintenance_never_runs_while_a_build_holds_the_lock_and_exits_75(warehouse):
