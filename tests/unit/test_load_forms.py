@@ -9,6 +9,7 @@ import datetime as dt
 import gzip
 import re
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -148,8 +149,11 @@ def test_a_csv_as_spreadsheets_export_it_reads_as_a_plain_one(tmp_path):
     assert rows(exported, EVENT_FILE_SCHEMA, optional=frozenset()) == expected
 
 
-def test_parquet_with_dictionary_encoded_text_reads_as_plain_text(tmp_path):
-    """pandas' categoricals and Spark's dictionary pages arrive as dictionary-encoded strings."""
+def test_parquet_from_pandas_or_pyarrow_reads_with_the_contract_types(tmp_path):
+    """A file written from pandas or pyarrow keeps its Arrow types: categorical (dictionary-encoded)
+    text, ``decimal(12,2)`` amounts and millisecond times in a named zone read as the contract's
+    string, decimal and UTC microsecond types."""
+    new_york = ZoneInfo("America/New_York")
     table = pa.table(
         {
             "event_id": ["e1", "e2"],
@@ -157,10 +161,15 @@ def test_parquet_with_dictionary_encoded_text_reads_as_plain_text(tmp_path):
             "currency": pa.array(["USD", "EUR"]).dictionary_encode(),
             "event_type": ["capture_settled", "payout_paid"],
             "amount": pa.array([Decimal("10.00"), Decimal("3.10")], pa.decimal128(12, 2)),
-            "event_time": pa.array([dt.datetime(2026, 10, 5, 8), dt.datetime(2026, 10, 5, 9)], pa.timestamp("ms", tz="UTC")),
+            "event_time": pa.array(
+                [dt.datetime(2026, 10, 5, 8, tzinfo=new_york), dt.datetime(2026, 11, 5, 9, 30, 0, 123000, tzinfo=new_york)],
+                pa.timestamp("ms", tz="America/New_York"),
+            ),
         }
     )
     path = tmp_path / "events.parquet"
     pq.write_table(table, path)
     got = rows(path, EVENT_FILE_SCHEMA, optional=frozenset())
-    assert [(r["merchant_id"], r["currency"]) for r in got] == [("m1", "USD"), ("m1", "EUR")]
+    assert [(r["merchant_id"], r["currency"], r["amount"]) for r in got] == [("m1", "USD", Decimal("10.00")), ("m1", "EUR", Decimal("3.10"))]
+    # Daylight saving time ended on 2026-11-01: UTC-4, then UTC-5.
+    assert [r["event_time"] for r in got] == [dt.datetime(2026, 10, 5, 12, tzinfo=dt.UTC), dt.datetime(2026, 11, 5, 14, 30, 0, 123000, tzinfo=dt.UTC)]
