@@ -104,14 +104,14 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     assert dedup_index_appended(spark)[0] == 0
     assert warehouse.rows(indexed) == before
     bases = warehouse.rows(f"select distinct unit_base from {DEDUP_INDEX}")
-    assert len(bases) == 1 and bases[0]["unit_base"] == warehouse.rows(f"select max(unit_base) as b from {DEDUP_DIRECTORY}")[0]["b"], bases
+    directory_base = f"select max(unit_base) as b from {DEDUP_DIRECTORY}"
+    assert len(bases) == 1 and bases[0]["unit_base"] == warehouse.rows(directory_base)[0]["b"], bases
 
     # make soak: scheduled builds of four new events each, as cron runs them (maintenance when due:
     # every 24 commits; the index sorted again once its appended part outnumbers the real
     # threshold), so that histories.LATER_BUILDS builds come between the first day's build and the
     # re-send (make test: 1, the scheduled build above).
     monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", sort_after_units)
-    directory_base = f"select max(unit_base) as b from {DEDUP_DIRECTORY}"
     sorted_after: list[int] = []  # the later builds whose maintenance sorted the index again
     for build in range(2, histories.LATER_BUILDS + 1):
         day = dt.date(2026, 3, 1) + dt.timedelta(days=build)
