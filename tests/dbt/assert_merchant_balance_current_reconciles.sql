@@ -1,13 +1,14 @@
 {{ config(store_failures=true, schema='audit', alias='merchant_balance_reconciliation_failures') }}
 
 {#-
-    Reconciliation: recompute balances from canonical history (accepted events, the fold over
-    int_payment_events_posted) and return each key where the view differs, with both values, its
-    slice and this reconciliation's build_seq and invocation.
+    Reconciliation: recompute balances from canonical history (the accepted events of
+    int_payment_events_classified through post_payment_events, the fold int_payment_events_posted
+    is) and return each key where the view differs, with both values, its slice and this
+    reconciliation's build_seq and invocation.
     Which keys: reconciliation_scope. A scheduled build compares one rotating slice of the keys
     (var reconcile_slices, N: every key at least once every N builds) and the slices of keys found
-    wrong before; with var reconcile_full, every key. The slice filter is on the key, so it reaches
-    the scan of canonical events.
+    wrong before; with var reconcile_full, every key. The slice filter is on the key and on the
+    stored bucket, so the scan of canonical events reads the slice's row groups only.
     Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures; the
     on-run-end hook record_reconciliation appends what was compared to
     payledger_audit.merchant_balance_reconciliation_runs, reading the scope from the comment below.
@@ -15,7 +16,19 @@
 {%- set scope = reconciliation_scope() %}
 /* reconciliation_scope: {{ scope | tojson }} */
 
-with replayed as (
+with accepted_events as (
+    {#- The slice's accepted events: the bucket ranges let the scan skip the row groups of the
+        other slices (int_payment_events_classified is sorted by bucket within each day). #}
+    select * from {{ ref('int_payment_events_classified') }}
+    where is_accepted
+        and {{ reconciliation_slice_predicate(scope, bucket='reconciliation_bucket') }}
+),
+
+posted as (
+    {{ post_payment_events('accepted_events') | indent(4) }}
+),
+
+replayed as (
     select
         merchant_id,
         currency,
@@ -24,8 +37,7 @@ with replayed as (
         cast(sum(reserve_delta) as {{ money_type() }}) as reserve_hold,
         max(event_time) as last_event_time,
         max(ingest_seq) as source_watermark
-    from {{ ref('int_payment_events_posted') }}
-    where {{ reconciliation_slice_predicate(scope) }}
+    from posted
     group by 1, 2
 ),
 

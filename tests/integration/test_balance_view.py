@@ -296,6 +296,16 @@ def test_rotating_reconciliation_names_a_wrong_untouched_key_within_n_builds_and
     slices = 3
     with_slices = ("--vars", json.dumps({"reconcile_slices": slices}))
     wrong_slice = key_slice(warehouse, "m2", slices)
+    # Each file of canonical events holds the key's bucket, in bucket order (the write's own order,
+    # which the reconciliation's scan prunes by): rows in the order a scan reads them.
+    stored = warehouse.rows(f"select input_file_name() as file, reconciliation_bucket as stored, pmod(xxhash64(merchant_id), 4096) as bucket from {CANONICAL}")
+    assert stored and all(r["stored"] == r["bucket"] for r in stored), stored
+    by_file: dict[str, list[int]] = {}
+    for r in stored:
+        by_file.setdefault(r["file"], []).append(r["stored"])
+    assert all(buckets == sorted(buckets) for buckets in by_file.values()), by_file
+    # m2's events as rows classified before the bucket column existed (null there): still in m2's slice.
+    warehouse.spark.sql(f"update {CANONICAL} set reconciliation_bucket = null where merchant_id = 'm2'")
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
     # Later batches touch m1 only: m2's wrong row stays as it is, and only the rotating slice finds it.
     warehouse.load("payment_events", [event("e9", "m1", "capture_settled", "5.00", "2026-03-02 10:00:00")])

@@ -2,8 +2,9 @@
     config(
         materialized='incremental',
         incremental_strategy='append',
-        on_schema_change='fail',
+        on_schema_change='append_new_columns',
         partition_by=['event_date'],
+        tblproperties=bucket_sorted_tblproperties(),
     )
 }}
 
@@ -13,7 +14,11 @@
     exact or conflicting duplicates of it. Incremental runs classify only rows past this model's own
     watermark (max ingest_seq), looking up earlier accepted copies of the same event_ids in the
     dedup index (dedup_lookup_query: the files those ids fall in, not all canonical history).
-    Partitioned by event_date so that a replay from day D reads canonical events from D on only.
+    Partitioned by event_date so that a replay from day D reads canonical events from D on only;
+    within a day each write is sorted by reconciliation_bucket, in small row groups
+    (bucket_sorted_tblproperties), so that a reconciliation slice's replay reads that slice's row
+    groups only. New columns are appended (reconciliation_bucket came after the others: rows
+    written before it hold null there, and readers of a slice keep them).
 -#}
 
 {#- The watermark as a literal (not a subquery), so the scan prunes files to the new rows. #}
@@ -161,8 +166,13 @@ final as (
         rejection_reason is null as is_accepted,
         event_date,
         event_time,
-        ingested_at
+        ingested_at,
+        cast({{ reconciliation_bucket('merchant_id') }} as int) as reconciliation_bucket
     from classified
 )
 
+{# One task per day, sorted by bucket: each write adds one file per day it touches, in bucket
+    order (the partition column first, so the writer keeps this order). #}
 select * from final
+distribute by event_date
+sort by event_date, reconciliation_bucket
