@@ -352,6 +352,10 @@ class SizeResult:
             "full_rows_read": full.canonical_rows_read,
             "incremental_rows_read": incremental.canonical_rows_read,
             "replay_rows_read": replay.canonical_rows_read,
+            # Every canonical row the builds with tests read: the models' and the checks' scans
+            # (the reconciliation slice's replay among them).
+            "incremental_with_tests_rows_read": self.incremental_tests.canonical_rows_read,
+            "replay_with_tests_rows_read": self.replay_tests.canonical_rows_read,
             "incremental_records_written": incremental.records_written,
             "replay_records_written": replay.records_written,
             "view_rows": self.view_rows,
