@@ -52,8 +52,19 @@ def project_vars() -> dict[str, Any]:
 
 
 def _profile() -> dict[str, Any]:
+    """The ``payledger`` profile of ``profiles/profiles.yml`` as written (not rendered). Parsed once
+    per version of the file (its modification time and size): run_dbt asks for it several times
+    per invocation, and each parse took about 25 ms. Callers read it; they must not change it."""
     project_environment()
-    return yaml.safe_load(PROFILES_PATH.read_text())["payledger"]
+    stat = PROFILES_PATH.stat()
+    return _parsed_profiles(stat.st_mtime_ns, stat.st_size)["payledger"]
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed_profiles(mtime_ns: int, size: int) -> dict[str, Any]:
+    """``profiles/profiles.yml`` parsed (libyaml's loader when PyYAML has it); the arguments are the
+    file's version, the cache key."""
+    return yaml.load(PROFILES_PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _render(value: Any) -> str:
