@@ -28,14 +28,16 @@
                 {%- set acc.high = high -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- do acc.ranges.append((acc.low, acc.high)) -%}
+        {%- if acc.low is not none -%}
+            {%- do acc.ranges.append((acc.low, acc.high)) -%}
+        {%- endif -%}
         {%- set in_slices = reconciliation_slice_of(merchant_id, slices) ~ " in (" ~ scope.checked | map('int') | join(', ') ~ ")" -%}
         {%- if bucket is none -%}
             {{- in_slices -}}
         {%- else -%}
             {%- set bounds = [] -%}
-            {%- for range in acc.ranges -%}
-                {%- do bounds.append("(" ~ bucket ~ " >= " ~ range[0] ~ " and " ~ bucket ~ " < " ~ range[1] ~ ")") -%}
+            {%- for low, high in acc.ranges -%}
+                {%- do bounds.append("(" ~ bucket ~ " >= " ~ low ~ " and " ~ bucket ~ " < " ~ high ~ ")") -%}
             {%- endfor -%}
             {{- "(" ~ (bounds + [bucket ~ " is null"]) | join(" or ") ~ ") and " ~ in_slices -}}
         {%- endif -%}
