@@ -122,7 +122,8 @@ def later_run_state(spark, dbt, balance_view_base, tmp_path_factory) -> BuiltSta
 @pytest.mark.slow
 @BASE
 def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(later_run_state):
-    """From each table's own commit history: a later run merges or appends, never replaces."""
+    """From each table's own commit history: a later run merges or appends, never replaces; and
+    the canonical events it appended are stored in bucket order, as the first build's are."""
     warehouse = later_run_state.restored()
     before = later_run_state.result
     assert all(before.values()), before
@@ -133,6 +134,20 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(late
         assert new, f"{table}: the second run wrote nothing"
         assert {commit.kind for commit in new} <= {"merge", "append"}, f"{table}: {[(c.operation, c.kind) for c in new]}"
         assert new[0].parent == earlier[-1].version, f"{table}: the new commit is not made on the last one"
+    assert_canonical_files_in_bucket_order(warehouse)
+
+
+def assert_canonical_files_in_bucket_order(warehouse) -> None:
+    """Each file of canonical events holds each row's reconciliation bucket (the key's hash) and
+    its rows in bucket order: the write's own order, which a reconciliation slice's scan prunes by
+    (rows in the order a scan reads them). At least one file holds two buckets or more."""
+    stored = warehouse.rows(f"select input_file_name() as file, reconciliation_bucket as stored, pmod(xxhash64(merchant_id), 4096) as bucket from {CANONICAL}")
+    assert stored and all(r["stored"] == r["bucket"] for r in stored), stored
+    by_file: dict[str, list[int]] = {}
+    for r in stored:
+        by_file.setdefault(r["file"], []).append(r["stored"])
+    assert any(len(set(buckets)) > 1 for buckets in by_file.values()), by_file
+    assert all(buckets == sorted(buckets) for buckets in by_file.values()), by_file
 
 
 @pytest.mark.both_formats
@@ -296,14 +311,6 @@ def test_rotating_reconciliation_names_a_wrong_untouched_key_within_n_builds_and
     slices = 3
     with_slices = ("--vars", json.dumps({"reconcile_slices": slices}))
     wrong_slice = key_slice(warehouse, "m2", slices)
-    # Each file of canonical events holds the key's bucket, in bucket order (the write's own order,
-    # which the reconciliation's scan prunes by): rows in the order a scan reads them.
-    stored = warehouse.rows(f"select input_file_name() as file, reconciliation_bucket as stored, pmod(xxhash64(merchant_id), 4096) as bucket from {CANONICAL}")
-    assert stored and all(r["stored"] == r["bucket"] for r in stored), stored
-    by_file: dict[str, list[int]] = {}
-    for r in stored:
-        by_file.setdefault(r["file"], []).append(r["stored"])
-    assert all(buckets == sorted(buckets) for buckets in by_file.values()), by_file
     # m2's events as rows classified before the bucket column existed (null there): still in m2's slice.
     warehouse.spark.sql(f"update {CANONICAL} set reconciliation_bucket = null where merchant_id = 'm2'")
     warehouse.spark.sql(f"update {VIEW} set pending_balance = pending_balance + 1 where merchant_id = 'm2'")
