@@ -8,7 +8,8 @@
     Which keys: reconciliation_scope. A scheduled build compares one rotating slice of the keys
     (var reconcile_slices, N: every key at least once every N builds) and the slices of keys found
     wrong before; with var reconcile_full, every key. The slice filter is on the key and on the
-    stored bucket, so the scan of canonical events reads the slice's row groups only.
+    stored bucket, so the scan of canonical events can skip the other slices' row groups (not
+    those of rows classified before the bucket column, nor a small batch's single row group).
     Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures; the
     on-run-end hook record_reconciliation appends what was compared to
     payledger_audit.merchant_balance_reconciliation_runs, reading the scope from the comment below.
@@ -17,8 +18,9 @@
 /* reconciliation_scope: {{ scope | tojson }} */
 
 with accepted_events as (
-    {#- The slice's accepted events: the bucket ranges let the scan skip the row groups of the
-        other slices (int_payment_events_classified is sorted by bucket within each day). #}
+    {#- The slice's accepted events, folded as int_payment_events_posted folds all of them: the
+        bucket ranges let the scan skip the row groups of the other slices
+        (int_payment_events_classified is sorted by bucket within each write and day). #}
     select * from {{ ref('int_payment_events_classified') }}
     where is_accepted
         and {{ reconciliation_slice_predicate(scope, bucket='reconciliation_bucket') }}

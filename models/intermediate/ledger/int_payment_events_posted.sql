@@ -1,4 +1,6 @@
-{#- The fold over all of canonical history: every accepted event with its postings. -#}
+{#- The fold over all of canonical history: every accepted event with its postings. The
+    reconciliation test (assert_merchant_balance_current_reconciles) applies the same fold to one
+    slice's accepted events, so that its scan can skip the other slices' row groups. -#}
 
 with accepted_events as (
     select * from {{ ref('int_payment_events_classified') }}
