@@ -4,9 +4,9 @@
         `true` for a full reconciliation, else the key's slice is one of the checked slices.
         With `bucket`, a column holding the key's stored reconciliation_bucket, the predicate also
         names the checked slices' bucket ranges on that column (or null, for rows written before the
-        column existed), so that a scan of a table laid out by bucket skips the row groups and files
-        of the other slices (Parquet's min/max statistics); the slice test on the key stays the
-        exact one.
+        column existed), so that a scan of a table laid out by bucket can skip the row groups and
+        files of the other slices (Parquet's min/max statistics); the slice test on the key stays
+        the exact one.
     -#}
     {%- if scope.full -%}
         {{- "true" -}}

@@ -16,8 +16,8 @@
     dedup index (dedup_lookup_query: the files those ids fall in, not all canonical history).
     Partitioned by event_date so that a replay from day D reads canonical events from D on only;
     within a day each write is sorted by reconciliation_bucket, in small row groups
-    (bucket_sorted_tblproperties), so that a reconciliation slice's replay reads that slice's row
-    groups only. New columns are appended (reconciliation_bucket came after the others: rows
+    (bucket_sorted_tblproperties), so that a reconciliation slice's replay can skip the other
+    slices' row groups. New columns are appended (reconciliation_bucket came after the others: rows
     written before it hold null there, and readers of a slice keep them), so a column added here
     widens canonical history instead of failing the build; payment_event_rejects, which lists its
     columns, keeps failing on a change.
