@@ -81,14 +81,19 @@ end
 
 #: The probe: sleeps 1 ms at a time and prints each wake-up later than its threshold (ms) as
 #: ``<epoch seconds when the sleep began> <ms late>``.
+#: Each wake-up is timed from the previous one, not from just before its sleep, so the intervals
+#: cover the probe's whole life: a stop that lands in the loop's own work (the check, the print)
+#: is counted in the next interval instead of falling between two.
 PROBE_CODE = """
 import time
+began, before = time.time(), time.monotonic()
 while True:
-    began, before = time.time(), time.monotonic()
     time.sleep(0.001)
-    late_ms = (time.monotonic() - before) * 1000 - 1
+    woke, woke_at = time.monotonic(), time.time()
+    late_ms = (woke - before) * 1000 - 1
     if late_ms > %s:
         print(f"{began:.3f} {late_ms:.2f}", flush=True)
+    began, before = woke_at, woke
 """
 #: Wake-ups later than this (ms) are recorded.
 PROBE_REPORT_MS = 2.0
