@@ -81,8 +81,8 @@ class Commit:
     format's own name (``MERGE``, ``WRITE``, ``overwrite``, ``append``, ...); ``kind``: ``create``
     (the table's first commit), ``replace`` (a later create-or-replace: the table's content was
     replaced, not changed), ``merge``, ``append``, ``maintenance`` (rows rewritten or files
-    removed, content unchanged: Delta ``OPTIMIZE``, ``REORG``, ``VACUUM START``/``END``, Iceberg
-    ``replace``) or ``other``; ``rows_written``:
+    removed, content unchanged: Delta ``OPTIMIZE``, ``REORG``, ``VACUUM START``/``END``, the
+    ``WRITE`` of ``sort_partitions``, Iceberg ``replace``) or ``other``; ``rows_written``:
     rows physically written (Delta ``numTargetRowsInserted + numTargetRowsUpdated`` for a MERGE,
     ``numOutputRows`` otherwise; Iceberg ``added-records``); ``deletes_in_place``: row deletes
     recorded without rewriting data files (Delta deletion vectors added, Iceberg position deletes
@@ -110,6 +110,10 @@ def table_commits(spark, table: str) -> list[Commit]:
     return session_table_format(spark).commits(spark, table)
 
 
+#: The ``userMetadata`` of Delta's rearranging write (``DeltaFormat.sort_partitions``): its history
+#: entry is a ``WRITE`` like an append's, and this marks it as maintenance.
+SORT_COMMIT_METADATA = "payledger maintenance: partitions sorted again, rows unchanged"
+
 _DELTA_KINDS = {
     "MERGE": "merge",
     "WRITE": "append",
@@ -130,6 +134,8 @@ def _delta_commit(row: dict[str, Any]) -> Commit:
 
     operation = row["operation"]
     kind = _DELTA_KINDS.get(operation, "other")
+    if operation == "WRITE" and row.get("userMetadata") == SORT_COMMIT_METADATA:
+        kind = "maintenance"  # sort_partitions' rearranging write: the same rows, sorted
     if "REPLACE" in operation:
         kind = "create" if row["version"] == 0 else "replace"
     written = metric("numTargetRowsInserted") + metric("numTargetRowsUpdated") if operation == "MERGE" else metric("numOutputRows")
@@ -262,6 +268,19 @@ class TableFormat:
         history retention."""
         raise NotImplementedError
 
+    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
+        """The values of partition ``column`` whose rows lie in more than one data file of the
+        current version, as strings (None for the null partition), from the table's metadata (no
+        data file read)."""
+        raise NotImplementedError
+
+    def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
+        """Rewrite the partitions of ``column`` that ``where`` (a SQL predicate on ``column`` only)
+        selects as one file each with its rows sorted by ``sort_by`` (nulls first), in one commit
+        that changes no row (a maintenance commit). The table's own writer properties (row group
+        size) apply."""
+        raise NotImplementedError
+
     def source_position(self, location: str) -> int | None:
         """Max ``ingest_seq`` of the current version, from file statistics (None: empty or none)."""
         raise NotImplementedError
@@ -368,6 +387,31 @@ class DeltaFormat(TableFormat):
         check_off = {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}
         with session_settings(spark, check_off if retention_hours < DELTA_RETENTION_CHECK_HOURS else {}):
             delta_table.vacuum(retention_hours)
+
+    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
+        """From the latest snapshot's file list (``Snapshot.allFiles``: Delta's log state, through
+        the JVM; delta-spark's Python API lists no files)."""
+        from pyspark.sql import DataFrame
+
+        files = DataFrame(self._snapshot(spark, table).allFiles().toDF(), spark)
+        several = files.groupBy(files.partitionValues[column].alias("value")).count().where("count > 1")
+        return sorted((row["value"] for row in several.collect()), key=lambda value: (value is not None, value or ""))
+
+    def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
+        """Delta's rearranging write (its documentation's "Compact files"): the partitions read,
+        one task per partition value, sorted within it, written back with ``mode("overwrite")``,
+        ``replaceWhere`` on those partitions and ``dataChange`` false, so that readers of the
+        table's changes see none; Delta 3.3's ``OPTIMIZE`` (``ZORDER BY`` too) does not sort rows
+        within a file. Marked by ``SORT_COMMIT_METADATA`` in the history."""
+        rows = spark.table(table).where(where).repartition(column).sortWithinPartitions(column, sort_by)
+        (
+            rows.write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", where)
+            .option("dataChange", "false")
+            .option("userMetadata", SORT_COMMIT_METADATA)
+            .save(self.location(spark, table))
+        )
 
     def source_position(self, location: str) -> int | None:
         """Delta's per-file ``maxValues`` (``deltalake``)."""
@@ -500,6 +544,21 @@ class IcebergFormat(TableFormat):
         ).first()[0]
         if kept is not None:
             spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{kept}', retain_last => 1)")
+
+    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
+        """From the ``data_files`` metadata table (the manifests)."""
+        several = spark.sql(f"select cast(partition.{column} as string) as value from {table}.data_files group by 1 having count(*) > 1")
+        return sorted((row["value"] for row in several.collect()), key=lambda value: (value is not None, value or ""))
+
+    def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
+        """``rewrite_data_files`` with the ``sort`` strategy on those partitions (``where``), every
+        file rewritten (``rewrite-all``: without it a partition of fewer than 5 small files is
+        skipped); a ``replace`` snapshot. It ignores ``write.distribution-mode`` and keeps the
+        table's row group size."""
+        spark.sql(
+            f"call spark_catalog.system.rewrite_data_files(table => '{table}', strategy => 'sort', "
+            f"sort_order => '{sort_by} ASC NULLS FIRST', where => \"{where}\", options => map('rewrite-all', 'true'))"
+        )
 
     def source_position(self, location: str) -> int | None:
         """Per-file upper bounds (``pyiceberg``, from the newest ``metadata/*.metadata.json`` by

@@ -7,6 +7,11 @@ snapshots included), maintenance
 - compacts small files and rewrites the files that carry deletes: Delta ``OPTIMIZE`` and
   ``REORG TABLE ... APPLY (PURGE)``; Iceberg ``rewrite_data_files`` (with deletes),
   ``rewrite_position_delete_files`` and ``rewrite_manifests``;
+- sorts again, in the tables written in a sort order (``SORTED_TABLES``: canonical events, by
+  reconciliation bucket within each day), every partition whose rows lie in several files (a later
+  build's append, a late event): one file per partition in that order again, so that a
+  reconciliation slice's scan skips the other slices' row groups (Delta's rearranging write with
+  ``dataChange`` false, Iceberg ``rewrite_data_files`` with the ``sort`` strategy);
 - applies history retention: Delta ``VACUUM`` (files no version younger than the retention period
   needs), Iceberg ``expire_snapshots`` (snapshots older than the retention period; the current one
   is always kept).
@@ -22,6 +27,7 @@ reads the maintenance commit (the same rows, in files retention keeps; ``publish
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -32,7 +38,7 @@ from payledger.files import write_atomically
 from payledger.formats import session_format, session_table_format
 from payledger.locks import build_lock, load_lock
 from payledger.publish import follow_maintenance
-from payledger.warehouse import DEDUP_DIRECTORY, DEDUP_INDEX, VIEW, project_relations
+from payledger.warehouse import CANONICAL, DEDUP_DIRECTORY, DEDUP_INDEX, VIEW, project_relations
 
 #: Default history retention: 7 days, Delta's own default (``delta.deletedFileRetentionDuration``).
 DEFAULT_RETENTION_HOURS = 168.0
@@ -42,6 +48,11 @@ DEFAULT_EVERY_COMMITS = 24
 #: The dedup index is sorted again (``sort_dedup_index``) once the ids appended since its last
 #: sort, which every lookup reads whole, outnumber this many of its units.
 SORT_DEDUP_INDEX_AFTER_UNITS = 20
+#: The tables each build writes in a sort order within each partition: (the partition column, a
+#: date; the sort column). The classification's own
+#: ``distribute by event_date sort by event_date, reconciliation_bucket``
+#: (``models/intermediate/ledger/int_payment_events_classified.sql``).
+SORTED_TABLES = {CANONICAL: ("event_date", "reconciliation_bucket")}
 #: Per format and table, the version (Delta) or snapshot id (Iceberg) its last maintenance left.
 STATE_FILE = ".payledger-maintenance.json"
 
@@ -68,13 +79,15 @@ class FileCounts:
 @dataclass
 class TableMaintenance:
     """What maintenance did to one table (``schema.name``): the commits it found since the last
-    maintenance, file counts before and after, and the seconds it took."""
+    maintenance, file counts before and after, the seconds it took and the partitions it sorted
+    again (``SORTED_TABLES``)."""
 
     table: str
     commits_since_maintenance: int
     before: FileCounts
     after: FileCounts
     seconds: float
+    partitions_sorted: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -141,6 +154,25 @@ def dedup_index_appended(spark) -> tuple[int, float]:
     return appended, float(per_unit or 0.0)
 
 
+def sort_partitions_again(spark, table: str) -> int:
+    """Sort again each partition of ``table`` (one of ``SORTED_TABLES``) whose rows lie in more
+    than one file: one file each, in the table's sort order, one commit that changes no row
+    (``TableFormat.sort_partitions``). Returns how many partitions; 0 when none, or when the table
+    lacks the sort column (written before it: its next build appends it). Raises ``ValueError``
+    when a partition value is not a date."""
+    column, sort_by = SORTED_TABLES[table]
+    if sort_by not in spark.table(table).columns:
+        return 0
+    table_format = session_table_format(spark)
+    values = table_format.partitions_in_several_files(spark, table, column)
+    if not values:
+        return 0
+    days = ", ".join(f"date '{dt.date.fromisoformat(value).isoformat()}'" for value in values if value is not None)
+    where = " or ".join(([f"{column} in ({days})"] if days else []) + ([f"{column} is null"] if None in values else []))
+    table_format.sort_partitions(spark, table, column, where, sort_by)
+    return len(values)
+
+
 def sort_dedup_index() -> None:
     """Sort the dedup index again: a full build of ``int_payment_event_ids`` (every accepted id in
     sorted units of a new base, one commit), then its directory's rows for that base. A lookup that
@@ -178,8 +210,11 @@ def maintain_tables(
             appended, per_unit = dedup_index_appended(spark)
             if appended > SORT_DEDUP_INDEX_AFTER_UNITS * per_unit:
                 sort_dedup_index()
+        # Before compaction, which would concatenate a partition's files unsorted; a sorted
+        # partition is one file, which compaction leaves alone.
+        partitions_sorted = sort_partitions_again(spark, table) if table in SORTED_TABLES else 0
         session_table_format(spark).maintain(spark, table, retention_hours)
-        done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2)))
+        done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2), partitions_sorted))
         _write_state(warehouse, _read_state(warehouse) | {_state_key(spark, table): current_version(spark, table)})
         if table == VIEW:
             follow_maintenance(spark, warehouse)  # readers keep reading the published rows after VACUUM
