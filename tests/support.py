@@ -24,7 +24,7 @@ from payledger.load import load_file
 from payledger.maintain import project_tables
 from payledger.publish import publication_path
 from payledger.spark import default_warehouse
-from payledger.warehouse import VIEW, drop_project_schemas
+from payledger.warehouse import CANONICAL, VIEW, drop_project_schemas
 from tests import reference
 
 #: dbt selection arguments that leave out the generic data tests and the unit tests (see ``scenario_build``).
@@ -205,6 +205,19 @@ class History:
 
 
 SNAPSHOTS = ("payledger_snapshots.snp_payledger__reserve_policies", "payledger_snapshots.snp_payledger__merchants")
+
+
+def assert_canonical_files_in_bucket_order(warehouse) -> None:
+    """Each file of canonical events holds each row's reconciliation bucket (the key's hash) and
+    its rows in bucket order: the write's own order, which a reconciliation slice's scan prunes by
+    (rows in the order a scan reads them). At least one file holds two buckets or more."""
+    stored = warehouse.rows(f"select input_file_name() as file, reconciliation_bucket as stored, pmod(xxhash64(merchant_id), 4096) as bucket from {CANONICAL}")
+    assert stored and all(r["stored"] == r["bucket"] for r in stored), stored
+    by_file: dict[str, list[int]] = {}
+    for r in stored:
+        by_file.setdefault(r["file"], []).append(r["stored"])
+    assert any(len(set(buckets)) > 1 for buckets in by_file.values()), by_file
+    assert all(buckets == sorted(buckets) for buckets in by_file.values()), by_file
 
 
 def snapshot_history(warehouse) -> dict[tuple[str, str], dict]:

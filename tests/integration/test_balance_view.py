@@ -19,7 +19,19 @@ from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
 from payledger.warehouse import CANONICAL, CHECKPOINT, RECONCILIATION_FAILURES, RECONCILIATION_RUNS, VIEW
-from tests.support import BALANCE_VIEW_BASE, DATA_TESTS_SELECTION, BuiltState, History, Landing, event, merchant, policy, seed_reference_data, view_rows
+from tests.support import (
+    BALANCE_VIEW_BASE,
+    DATA_TESTS_SELECTION,
+    BuiltState,
+    History,
+    Landing,
+    assert_canonical_files_in_bucket_order,
+    event,
+    merchant,
+    policy,
+    seed_reference_data,
+    view_rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -135,19 +147,6 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(late
         assert {commit.kind for commit in new} <= {"merge", "append"}, f"{table}: {[(c.operation, c.kind) for c in new]}"
         assert new[0].parent == earlier[-1].version, f"{table}: the new commit is not made on the last one"
     assert_canonical_files_in_bucket_order(warehouse)
-
-
-def assert_canonical_files_in_bucket_order(warehouse) -> None:
-    """Each file of canonical events holds each row's reconciliation bucket (the key's hash) and
-    its rows in bucket order: the write's own order, which a reconciliation slice's scan prunes by
-    (rows in the order a scan reads them). At least one file holds two buckets or more."""
-    stored = warehouse.rows(f"select input_file_name() as file, reconciliation_bucket as stored, pmod(xxhash64(merchant_id), 4096) as bucket from {CANONICAL}")
-    assert stored and all(r["stored"] == r["bucket"] for r in stored), stored
-    by_file: dict[str, list[int]] = {}
-    for r in stored:
-        by_file.setdefault(r["file"], []).append(r["stored"])
-    assert any(len(set(buckets)) > 1 for buckets in by_file.values()), by_file
-    assert all(buckets == sorted(buckets) for buckets in by_file.values()), by_file
 
 
 @pytest.mark.both_formats

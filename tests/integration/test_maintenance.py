@@ -17,9 +17,9 @@ from payledger.formats import table_commits
 from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock
 from payledger.maintain import FileCounts, dedup_index_appended, file_counts, maintain, maintain_tables, project_tables
 from payledger.schedule import scheduled_build
-from payledger.warehouse import DEDUP_DIRECTORY, DEDUP_INDEX, VIEW
+from payledger.warehouse import CANONICAL, DEDUP_DIRECTORY, DEDUP_INDEX, VIEW
 from tests import histories
-from tests.support import SCENARIO_SELECTION, History, event, merchant, policy, rejects_of
+from tests.support import SCENARIO_SELECTION, History, assert_canonical_files_in_bucket_order, event, merchant, policy, rejects_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]
 
@@ -78,6 +78,18 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
         # maintenance changed no row.
         assert contents(spark, table) == contents(spark, table, last_version_before_maintenance(commits[table])), table
     history.assert_view_matches(warehouse)
+    # Canonical events of 2026-03-01 were in two files (the first build's and the late event the
+    # second appended): maintenance sorted that day again, in a commit of its own that rewrote its
+    # rows (a maintenance commit, not an append), and every day is one file in bucket order.
+    assert done[CANONICAL]["partitions_sorted"] == 1, done[CANONICAL]
+    day_rows = warehouse.rows(f"select count(*) as n from {CANONICAL} where event_date = date '2026-03-01'")[0]["n"]
+    rewrites = [commit for commit in commits[CANONICAL] if commit.kind == "maintenance" and commit.rows_written]
+    assert [commit.rows_written for commit in rewrites] == [day_rows], [(c.operation, c.kind, c.rows_written) for c in commits[CANONICAL]]
+    files = warehouse.rows(
+        f"select event_date, count(distinct file) as files from (select event_date, input_file_name() as file from {CANONICAL}) group by event_date"
+    )
+    assert all(row["files"] == 1 for row in files), files
+    assert_canonical_files_in_bucket_order(warehouse)
     # Not due again until a table gets new commits.
     assert maintain_tables(spark, warehouse.warehouse, every_commits=2) == []
 
