@@ -114,6 +114,18 @@ def table_commits(spark, table: str) -> list[Commit]:
 #: entry is a ``WRITE`` like an append's, and this marks it as maintenance.
 SORT_COMMIT_METADATA = "payledger maintenance: partitions sorted again, rows unchanged"
 
+
+@dataclass(frozen=True)
+class FileRange:
+    """One data file of a partitioned table: its partition value as a string (Spark's rendering;
+    None for the null partition) and the lowest and highest value of a sort column its statistics
+    record (None when it records none: no non-null value, or no statistics)."""
+
+    partition: str | None
+    low: int | None
+    high: int | None
+
+
 _DELTA_KINDS = {
     "MERGE": "merge",
     "WRITE": "append",
@@ -268,17 +280,19 @@ class TableFormat:
         history retention."""
         raise NotImplementedError
 
-    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
-        """The values of partition ``column`` whose rows lie in more than one data file of the
-        current version, as strings (None for the null partition), from the table's metadata (no
-        data file read)."""
+    def file_ranges(self, spark, table: str, column: str, sort_by: str) -> list[FileRange]:
+        """One FileRange per data file of the current version: its value of partition ``column``
+        and the min and max of ``sort_by`` its statistics record, from the table's metadata (no
+        data file read). Raises ValueError (Delta) or AnalysisException (Iceberg) when ``column`` is
+        not a partition column."""
         raise NotImplementedError
 
     def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
-        """Rewrite the partitions of ``column`` that ``where`` (a SQL predicate on ``column`` only)
-        selects as one file each with its rows sorted by ``sort_by`` (nulls first), in one commit
-        that changes no row (a maintenance commit). The table's own writer properties (row group
-        size) apply."""
+        """Rewrite the partitions of ``column`` that ``where`` (a SQL predicate on ``column`` only,
+        ``maintain.partition_predicate``) selects, sorted by ``sort_by`` (nulls first), in one
+        commit that changes no row (a maintenance commit); the table's own writer properties (row
+        group size) apply. Raises the format's commit conflict error when a concurrent write
+        removed or rewrote those partitions' files (maintenance runs under the build lock)."""
         raise NotImplementedError
 
     def source_position(self, location: str) -> int | None:
@@ -388,21 +402,35 @@ class DeltaFormat(TableFormat):
         with session_settings(spark, check_off if retention_hours < DELTA_RETENTION_CHECK_HOURS else {}):
             delta_table.vacuum(retention_hours)
 
-    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
+    def file_ranges(self, spark, table: str, column: str, sort_by: str) -> list[FileRange]:
         """From the latest snapshot's file list (``Snapshot.allFiles``: Delta's log state, through
-        the JVM; delta-spark's Python API lists no files)."""
+        the JVM; delta-spark's Python API lists no files): each file's ``partitionValues`` and its
+        ``stats`` (``minValues``/``maxValues``; absent for a column with no non-null value)."""
+        from delta.tables import DeltaTable
         from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
 
+        if column not in DeltaTable.forName(spark, table).detail().first()["partitionColumns"]:
+            raise ValueError(f"{table}: {column} is not a partition column")
         files = DataFrame(self._snapshot(spark, table).allFiles().toDF(), spark)
-        several = files.groupBy(files.partitionValues[column].alias("value")).count().where("count > 1")
-        return sorted((row["value"] for row in several.collect()), key=lambda value: (value is not None, value or ""))
+        rows = files.select(
+            files.partitionValues[column].alias("value"),
+            F.get_json_object("stats", f"$.minValues.{sort_by}").cast("long").alias("low"),
+            F.get_json_object("stats", f"$.maxValues.{sort_by}").cast("long").alias("high"),
+        ).collect()
+        return [FileRange(row["value"], row["low"], row["high"]) for row in rows]
 
     def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
         """Delta's rearranging write (its documentation's "Compact files"): the partitions read,
-        one task per partition value, sorted within it, written back with ``mode("overwrite")``,
-        ``replaceWhere`` on those partitions and ``dataChange`` false, so that readers of the
-        table's changes see none; Delta 3.3's ``OPTIMIZE`` (``ZORDER BY`` too) does not sort rows
-        within a file. Marked by ``SORT_COMMIT_METADATA`` in the history."""
+        hashed by partition value (each value in one task, so one file each), sorted within it,
+        written back with ``mode("overwrite")``, ``replaceWhere`` on those partitions and
+        ``dataChange`` false, so that readers of the table's changes see none; Delta 3.3's
+        ``OPTIMIZE`` (``ZORDER BY`` too) does not sort rows within a file. The read and the write
+        are one transaction (Delta's ``WriteIntoDelta``). Marked by ``SORT_COMMIT_METADATA`` in the
+        history."""
+        from delta.tables import DeltaTable
+
+        location = DeltaTable.forName(spark, table).detail().first()["location"]
         rows = spark.table(table).where(where).repartition(column).sortWithinPartitions(column, sort_by)
         (
             rows.write.format("delta")
@@ -410,7 +438,7 @@ class DeltaFormat(TableFormat):
             .option("replaceWhere", where)
             .option("dataChange", "false")
             .option("userMetadata", SORT_COMMIT_METADATA)
-            .save(self.location(spark, table))
+            .save(location)
         )
 
     def source_position(self, location: str) -> int | None:
@@ -545,16 +573,22 @@ class IcebergFormat(TableFormat):
         if kept is not None:
             spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', older_than => timestamp '{kept}', retain_last => 1)")
 
-    def partitions_in_several_files(self, spark, table: str, column: str) -> list[str]:
-        """From the ``data_files`` metadata table (the manifests)."""
-        several = spark.sql(f"select cast(partition.{column} as string) as value from {table}.data_files group by 1 having count(*) > 1")
-        return sorted((row["value"] for row in several.collect()), key=lambda value: (value is not None, value or ""))
+    def file_ranges(self, spark, table: str, column: str, sort_by: str) -> list[FileRange]:
+        """From the ``data_files`` metadata table (the manifests): ``partition`` and
+        ``readable_metrics`` (lower and upper bounds; null for a column with no non-null value)."""
+        rows = spark.sql(
+            f"select cast(partition.{column} as string) as value, readable_metrics.{sort_by}.lower_bound as low, "
+            f"readable_metrics.{sort_by}.upper_bound as high from {table}.data_files"
+        ).collect()
+        return [FileRange(row["value"], row["low"], row["high"]) for row in rows]
 
     def sort_partitions(self, spark, table: str, column: str, where: str, sort_by: str) -> None:
-        """``rewrite_data_files`` with the ``sort`` strategy on those partitions (``where``), every
-        file rewritten (``rewrite-all``: without it a partition of fewer than 5 small files is
-        skipped); a ``replace`` snapshot. It ignores ``write.distribution-mode`` and keeps the
-        table's row group size."""
+        """``rewrite_data_files`` with the ``sort`` strategy on those partitions (``where``, which
+        names ``column`` already), every file rewritten (``rewrite-all``: without it a partition of
+        fewer than 5 small files is skipped); a ``replace`` snapshot. A partition larger than the
+        target file size comes out as several files, in consecutive ranges of ``sort_by``. It
+        ignores ``write.distribution-mode`` and keeps the table's row group size. ``where`` is
+        passed as a double-quoted string (Spark's default, ``doubleQuotedIdentifiers`` off)."""
         spark.sql(
             f"call spark_catalog.system.rewrite_data_files(table => '{table}', strategy => 'sort', "
             f"sort_order => '{sort_by} ASC NULLS FIRST', where => \"{where}\", options => map('rewrite-all', 'true'))"

@@ -8,10 +8,11 @@ snapshots included), maintenance
   ``REORG TABLE ... APPLY (PURGE)``; Iceberg ``rewrite_data_files`` (with deletes),
   ``rewrite_position_delete_files`` and ``rewrite_manifests``;
 - sorts again, in the tables written in a sort order (``SORTED_TABLES``: canonical events, by
-  reconciliation bucket within each day), every partition whose rows lie in several files (a later
-  build's append, a late event): one file per partition in that order again, so that a
-  reconciliation slice's scan skips the other slices' row groups (Delta's rearranging write with
-  ``dataChange`` false, Iceberg ``rewrite_data_files`` with the ``sort`` strategy);
+  reconciliation bucket within each day), every partition whose files' ranges of the sort column
+  overlap (a later build's append, a late event): one file per partition in that order again (on
+  Iceberg, one per target file size), so that a reconciliation slice's scan skips the other
+  slices' row groups (Delta's rearranging write with ``dataChange`` false, Iceberg
+  ``rewrite_data_files`` with the ``sort`` strategy);
 - applies history retention: Delta ``VACUUM`` (files no version younger than the retention period
   needs), Iceberg ``expire_snapshots`` (snapshots older than the retention period; the current one
   is always kept).
@@ -27,15 +28,17 @@ reads the maintenance commit (the same rows, in files retention keeps; ``publish
 
 from __future__ import annotations
 
-import datetime as dt
+import itertools
 import json
 import os
+import re
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from payledger.files import write_atomically
-from payledger.formats import session_format, session_table_format
+from payledger.formats import FileRange, session_format, session_table_format
 from payledger.locks import build_lock, load_lock
 from payledger.publish import follow_maintenance
 from payledger.warehouse import CANONICAL, DEDUP_DIRECTORY, DEDUP_INDEX, VIEW, project_relations
@@ -154,22 +157,56 @@ def dedup_index_appended(spark) -> tuple[int, float]:
     return appended, float(per_unit or 0.0)
 
 
+def partitions_out_of_order(files: Iterable[FileRange]) -> list[str | None]:
+    """The partitions whose files' sort-column ranges overlap: two files or more with a range,
+    and one's lowest value at or below the highest of the file before it in range order (a later
+    append beside a sorted file, two appends). A partition sorted into several files (Iceberg,
+    a day past the target file size) has consecutive ranges and is not listed; files with no
+    range (rows from before the sort column, or no statistics) are left out of the comparison.
+    Returns partition values as ``FileRange.partition`` gives them, in their sorted order (the
+    null partition first)."""
+    ranges: dict[str | None, list[tuple[int, int]]] = {}
+    for file in files:
+        if file.low is not None and file.high is not None:
+            ranges.setdefault(file.partition, []).append((file.low, file.high))
+    out_of_order = [
+        partition for partition, spans in ranges.items() if any(low <= previous_high for (_, previous_high), (low, _) in itertools.pairwise(sorted(spans)))
+    ]
+    return sorted(out_of_order, key=lambda value: (value is not None, value or ""))
+
+
+#: A date as Spark renders it (``cast(date as string)``, Delta's partition values): a year of four
+#: digits or more, signed past 9999 and before year 1.
+_SPARK_DATE = re.compile(r"[+-]?[0-9]{4,}-[0-9]{2}-[0-9]{2}")
+
+
+def partition_predicate(column: str, values: list[str | None]) -> str:
+    """A SQL predicate that selects the partitions of the date column ``column`` with ``values``
+    (Spark's rendering of each date; None for the null partition): ``column in (date '...')``,
+    ``or column is null``; a predicate both formats push down as a partition filter. Raises
+    ValueError for an empty list or a value that is not a rendered date."""
+    if not values:
+        raise ValueError("no partition to select")
+    for value in values:
+        if value is not None and not _SPARK_DATE.fullmatch(value):
+            raise ValueError(f"{column} partition value {value!r} is not a date as Spark renders it")
+    days = ", ".join(f"date '{value}'" for value in values if value is not None)
+    return " or ".join(([f"{column} in ({days})"] if days else []) + ([f"{column} is null"] if None in values else []))
+
+
 def sort_partitions_again(spark, table: str) -> int:
-    """Sort again each partition of ``table`` (one of ``SORTED_TABLES``) whose rows lie in more
-    than one file: one file each, in the table's sort order, one commit that changes no row
-    (``TableFormat.sort_partitions``). Returns how many partitions; 0 when none, or when the table
-    lacks the sort column (written before it: its next build appends it). Raises ``ValueError``
-    when a partition value is not a date."""
+    """Sort again each partition of ``table`` (one of ``SORTED_TABLES``) whose files' ranges of
+    the sort column overlap (``partitions_out_of_order``): rewritten in the table's sort order,
+    one commit that changes no row (``TableFormat.sort_partitions``). Returns how many partitions;
+    0 when none, or when the table lacks the sort column (written before it: its next build
+    appends it)."""
     column, sort_by = SORTED_TABLES[table]
     if sort_by not in spark.table(table).columns:
         return 0
     table_format = session_table_format(spark)
-    values = table_format.partitions_in_several_files(spark, table, column)
-    if not values:
-        return 0
-    days = ", ".join(f"date '{dt.date.fromisoformat(value).isoformat()}'" for value in values if value is not None)
-    where = " or ".join(([f"{column} in ({days})"] if days else []) + ([f"{column} is null"] if None in values else []))
-    table_format.sort_partitions(spark, table, column, where, sort_by)
+    values = partitions_out_of_order(table_format.file_ranges(spark, table, column, sort_by))
+    if values:
+        table_format.sort_partitions(spark, table, column, partition_predicate(column, values), sort_by)
     return len(values)
 
 
