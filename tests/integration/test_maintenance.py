@@ -49,13 +49,16 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     history.land_events(
         warehouse,
         [event(f"a{i}", f"m{i}", "capture_settled", "10.00", "2026-03-01 10:00:00") for i in range(12)]
-        + [event(f"r{i}", f"m{i}", "funds_released", "4.00", "2026-03-01 12:00:00") for i in range(0, 12, 3)],
+        + [event(f"r{i}", f"m{i}", "funds_released", "4.00", "2026-03-01 12:00:00") for i in range(0, 12, 3)]
+        + [event("c3", "m3", "capture_settled", "5.00", "2026-02-27 09:00:00"), event("c4", "m4", "capture_settled", "5.00", "2026-02-27 10:00:00")]
+        + [event("t1", "m2", "capture_settled", "1.00", None)],  # no event time: rejected, the null day
     )
     dbt.scenario_build()
     history.land_events(
         warehouse,
         [event(f"b{i}", f"m{i}", "capture_settled", "10.00", "2026-03-02 10:00:00") for i in range(1, 12, 5)]
-        + [event("late1", "m1", "funds_released", "2.00", "2026-03-01 18:00:00")],
+        + [event("late1", "m1", "funds_released", "2.00", "2026-03-01 18:00:00")]
+        + [event("late0", "m4", "funds_released", "1.00", "2026-02-27 18:00:00"), event("t2", "m2", "capture_settled", "1.00", None)],
     )
     history.land_policies(warehouse, [policy("retail", "0.2000", "2026-03-02")])
     records: list[dict] = []
@@ -78,11 +81,14 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
         # maintenance changed no row.
         assert contents(spark, table) == contents(spark, table, last_version_before_maintenance(commits[table])), table
     history.assert_view_matches(warehouse)
-    # Canonical events of 2026-03-01 were in two files (the first build's and the late event the
-    # second appended): maintenance sorted that day again, in a commit of its own that rewrote its
-    # rows (a maintenance commit, not an append), and every day is one file in bucket order.
-    assert done[CANONICAL]["partitions_sorted"] == 1, done[CANONICAL]
-    day_rows = warehouse.rows(f"select count(*) as n from {CANONICAL} where event_date = date '2026-03-01'")[0]["n"]
+    # Canonical events of 2026-03-01 and 2026-02-27 were in two files each (the first build's and
+    # a late event the second appended, its bucket inside the first file's range), and so were the
+    # rejected rows without an event time (the null day, one merchant's bucket twice): maintenance
+    # sorted those three days again, in a commit of its own that rewrote their rows (a maintenance
+    # commit, not an append); 2026-03-02, one file, it left alone. Every day is one file in bucket
+    # order.
+    assert done[CANONICAL]["partitions_sorted"] == 3, done[CANONICAL]
+    day_rows = warehouse.rows(f"select count(*) as n from {CANONICAL} where event_date in (date '2026-03-01', date '2026-02-27') or event_date is null")[0]["n"]
     rewrites = [commit for commit in commits[CANONICAL] if commit.kind == "maintenance" and commit.rows_written]
     assert [commit.rows_written for commit in rewrites] == [day_rows], [(c.operation, c.kind, c.rows_written) for c in commits[CANONICAL]]
     files = warehouse.rows(
@@ -109,7 +115,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     sort_after_units = maintain_module.SORT_DEDUP_INDEX_AFTER_UNITS
     monkeypatch.setattr(maintain_module, "SORT_DEDUP_INDEX_AFTER_UNITS", 0)
     appended, _ = dedup_index_appended(spark)
-    assert appended == 4, appended  # the second build's accepted events
+    assert appended == 5, appended  # the second build's accepted events (t2 was rejected)
     indexed = f"select event_id, ingest_seq, payload_hash from {DEDUP_INDEX} order by event_id"
     before = warehouse.rows(indexed)
     maintain_tables(spark, warehouse.warehouse, every_commits=0, tables=[DEDUP_INDEX])
@@ -155,7 +161,7 @@ def test_the_scheduled_build_maintains_every_due_table_keeping_every_row_and_the
     )
     dbt.scenario_build()
     history.assert_view_matches(warehouse)
-    assert sorted(rejects_of(warehouse).values()) == ["conflicting_duplicate", "exact_duplicate"]
+    assert sorted(rejects_of(warehouse).values()) == ["conflicting_duplicate", "exact_duplicate", "missing_event_time", "missing_event_time"]
     print(f"maintenance: the first day's event re-sent after {histories.LATER_BUILDS} later builds; the index sorted after {sorted_after}")
 
 
