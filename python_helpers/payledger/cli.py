@@ -532,8 +532,10 @@ def maintain_command(retention_hours: float | None, every_commits: int, wait_s: 
     """Compact small files and row deletes, and apply history retention, on every project table.
 
     Delta: OPTIMIZE, REORG ... APPLY (PURGE), VACUUM; Iceberg: rewrite_data_files,
-    rewrite_position_delete_files, rewrite_manifests, expire_snapshots. Runs under the build lock:
-    never during a build. Prints one JSON object per table maintained.
+    rewrite_position_delete_files, rewrite_manifests, expire_snapshots. Canonical events' days
+    that later builds appended to are sorted again by reconciliation bucket, and the dedup index
+    once enough ids were appended to it. Runs under the build lock: never during a build. Prints
+    one JSON object per table maintained.
     """
     from payledger.locks import BuildLocked
     from payledger.maintain import maintain, retention_hours_setting

@@ -9,7 +9,8 @@
     (var reconcile_slices, N: every key at least once every N builds) and the slices of keys found
     wrong before; with var reconcile_full, every key. The slice filter is on the key and on the
     stored bucket, so the scan of canonical events can skip the other slices' row groups (not
-    those of rows classified before the bucket column, nor a small batch's single row group).
+    those of rows classified before the bucket column, nor a small batch's single row group
+    until maintenance sorts its day again).
     Failing rows are stored in payledger_audit.merchant_balance_reconciliation_failures; the
     on-run-end hook record_reconciliation appends what was compared to
     payledger_audit.merchant_balance_reconciliation_runs, reading the scope from the comment below.
