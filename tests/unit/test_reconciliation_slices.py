@@ -49,6 +49,12 @@ def test_the_bucket_ranges_name_exactly_the_checked_slices_buckets(slices):
         assert "or reconciliation_bucket is null) and " in rendered
         assert rendered.endswith(f"(pmod(xxhash64(merchant_id), 4096) * {slices}) div 4096 in ({', '.join(map(str, checked))})")
         assert predicate(scope) == rendered[rendered.index(") and ") + len(") and ") :]
+        # As a whole (SQL's and/or precedence is Python's): true for a row whose stored bucket is
+        # its key's exactly when the key's slice is checked.
+        python = rendered.replace("pmod(xxhash64(merchant_id), 4096)", "key_bucket").replace(" div ", " // ").replace(" is null", " is None")
+        compiled = compile(re.sub(r" in \(([^)]*)\)$", r" in {\1}", python), "<sql>", "eval")  # a set: in (3) is not a tuple
+        selected = {b for b in range(BUCKETS) if eval(compiled, {}, {"reconciliation_bucket": b, "key_bucket": b})}
+        assert selected == {b for b in range(BUCKETS) if slice_of(b, slices) in checked}, (slices, checked)
 
 
 def test_a_full_reconciliation_is_true_with_or_without_a_bucket_column():
