@@ -247,8 +247,8 @@ def maintain_tables(
             appended, per_unit = dedup_index_appended(spark)
             if appended > SORT_DEDUP_INDEX_AFTER_UNITS * per_unit:
                 sort_dedup_index()
-        # Before compaction, which would concatenate a partition's files unsorted; a sorted
-        # partition is one file, which compaction leaves alone.
+        # Before compaction, which would concatenate overlapping files into row groups that span
+        # many buckets; a sorted partition is one file (Delta) or files of consecutive ranges.
         partitions_sorted = sort_partitions_again(spark, table) if table in SORTED_TABLES else 0
         session_table_format(spark).maintain(spark, table, retention_hours)
         done.append(TableMaintenance(table, since, before, file_counts(spark, table), round(time.monotonic() - started, 2), partitions_sorted))
