@@ -4,6 +4,7 @@
         incremental_strategy='append',
         on_schema_change='fail',
         partition_by=['id_unit'],
+        tblproperties=clustered_write_tblproperties(),
     )
 }}
 
