@@ -12,7 +12,7 @@
 
 {% macro delta__clustered_write_tblproperties() -%}
     {#- None: Spark's file writer, which Delta's is, sorts a task's rows by the partition columns
-        (a no-op on rows already in that order) and keeps one file open at a time. -#}
+        (grouped by unit already) and keeps one file open at a time. -#}
     {{- return(none) -}}
 {%- endmacro %}
 
@@ -25,7 +25,7 @@
         in Iceberg 1.10). A full build of the dedup index on 30M events (about 6,000 units of
         5,000 ids, shuffled into a few tasks) ran out of a 6 GB driver's heap in those writers'
         Parquet dictionaries. With these, each range task's rows stay where they are, Spark sorts
-        them by partition (already so) and Iceberg's clustered writer writes one file at a
+        them by partition (grouped so already) and Iceberg's clustered writer writes one file at a
         time. -#}
     {{- return({
         'write.distribution-mode': 'none',
