@@ -22,6 +22,10 @@ CHECKED_SINCE_ENV = "PAYLEDGER_CHECKED_SINCE"
 #: The environment variable that fixes Spark's code generation for every run (profiles/profiles.yml);
 #: unset, run_dbt chooses it per invocation (``code_generation_settings``).
 CODEGEN_ENV = "PAYLEDGER_CODEGEN"
+#: The session setting through which run_dbt lets a model compile its own statements when it finds
+#: that this run of it reads whole histories (``code_generation_settings``): the settings to use, as
+#: JSON (macros/engine/compile_whole_history_read.sql reads it; unset: the model changes nothing).
+WHOLE_HISTORY_READS_SETTING = "payledger.codegen.whole_history_reads"
 
 
 @dataclass
@@ -258,7 +262,9 @@ def code_generation_settings(args: tuple[str, ...], spark) -> dict[str, str]:
     """The Spark settings run_dbt adds to the profile's for the dbt command line ``args`` on the
     session ``spark`` (None: the Thrift target, nothing added): Spark's default code generation
     (``SPARK_CODE_GENERATION``) when the invocation reads whole histories (``reads_whole_history``;
-    the balance view's existence asked of the catalog), else none, and none whenever
+    the balance view's existence asked of the catalog); else only ``WHOLE_HISTORY_READS_SETTING``,
+    which lets a model that finds at run time that it reads whole histories (the view re-summing
+    replayed merchants) compile its own statements (``macros/engine/``); none whenever
     ``PAYLEDGER_CODEGEN`` is set (that value then holds for every run).
 
     The Delta target interprets expressions (``profiles/profiles.yml``): a small build plans
@@ -268,7 +274,9 @@ def code_generation_settings(args: tuple[str, ...], spark) -> dict[str, str]:
     (``CHANGELOG.md``, 2026-12-02)."""
     if spark is None or CODEGEN_ENV in os.environ:
         return {}
-    return dict(SPARK_CODE_GENERATION) if reads_whole_history(args, lambda: spark.catalog.tableExists(VIEW)) else {}
+    if reads_whole_history(args, lambda: spark.catalog.tableExists(VIEW)):
+        return dict(SPARK_CODE_GENERATION)
+    return {WHOLE_HISTORY_READS_SETTING: json.dumps(SPARK_CODE_GENERATION)}
 
 
 #: dbt commands that open no connection: run_dbt starts no Spark session for them.

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
+from pyspark.sql import SparkSession
 
+import payledger.dbt
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
+from payledger.spark import SPARK_CODE_GENERATION
 from payledger.warehouse import AUDIT, CHECKPOINT, RECONCILIATION_RUNS, VIEW
 from tests.support import BuiltState, Landing, event, merchant, policy, rewritten, view_rows
 
@@ -16,6 +20,25 @@ from tests.support import BuiltState, Landing, event, merchant, policy, rewritte
 # tests take minutes (about a dozen builds): marked slow, the group is scheduled with the long tests,
 # not last, where one worker ran it alone while the other had nothing left.
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow, pytest.mark.xdist_group("invalidation")]
+
+
+def code_generation(spark) -> tuple[str | None, ...]:
+    """The session's code generation settings, in ``SPARK_CODE_GENERATION``'s order."""
+    return tuple(spark.conf.get(name, None) for name in SPARK_CODE_GENERATION)
+
+
+def recorded_statements(monkeypatch) -> list[tuple[str, tuple[str | None, ...]]]:
+    """From now on, every statement run on a Spark session, with the code generation settings it
+    ran with: ``[(sql, settings)]``, filled as statements run."""
+    statements: list[tuple[str, tuple[str | None, ...]]] = []
+    sql = SparkSession.sql
+
+    def recording(self, *args, **kwargs):
+        statements.append((args[0], code_generation(self)))
+        return sql(self, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", recording)
+    return statements
 
 
 def audit(warehouse, invocation_id: str) -> list[dict]:
@@ -92,11 +115,24 @@ def test_new_batch_rewrites_only_the_keys_it_touches_and_is_audited(dbt, warehou
     assert rows[0]["predicate"].startswith("ingest_seq > ")
 
 
-def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, warehouse, built):
+def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, warehouse, built, monkeypatch):
     before = view_rows(warehouse)
     commits = len(table_commits(warehouse.spark, VIEW))
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-04-01")])
+    # As if PAYLEDGER_CODEGEN were unset (run_dbt then chooses; the tests' profile interprets):
+    # the view's re-sum of the replayed merchants is the one statement that runs compiled.
+    monkeypatch.setattr(payledger.dbt, "CODEGEN_ENV", "PAYLEDGER_CODEGEN_UNSET_IN_THIS_TEST")
+    statements = recorded_statements(monkeypatch)
+    interpreted = code_generation(warehouse.spark)
     run = dbt.scenario_build()
+    merges = {match[1].split(".")[-1]: settings for sql, settings in statements if (match := re.search(r"merge\s+into\s+(\S+)", sql, re.IGNORECASE))}
+    assert merges[VIEW.split(".")[-1]] == tuple(SPARK_CODE_GENERATION.values()), merges
+    assert merges[CHECKPOINT.split(".")[-1]] == interpreted != tuple(SPARK_CODE_GENERATION.values()), merges
+    # The view's post-hook gave the session its settings back: the nodes after it ran interpreted.
+    restored_at = max(i for i, (sql, _) in enumerate(statements) if sql.rstrip().lower().endswith("reset payledger.codegen.saved"))
+    later = statements[restored_at + 1 :]
+    assert any("balance_invalidations" in sql for sql, _ in later) and {settings for _, settings in later} == {interpreted}
+    assert code_generation(warehouse.spark) == interpreted
     after = view_rows(warehouse)
     # Only r1 has a retail release on or after April 1; r2 (a payout only) and r3 are in the slice
     # but keep their balances; travel and EUR keys are outside it.

@@ -5,12 +5,13 @@ catalog's answer is a stand-in."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
 
 import payledger.dbt
-from payledger.dbt import FULL_RECONCILIATION, code_generation_settings, reads_whole_history
+from payledger.dbt import FULL_RECONCILIATION, WHOLE_HISTORY_READS_SETTING, code_generation_settings, reads_whole_history
 from payledger.spark import SPARK_CODE_GENERATION, command_target, embedded_target
 from payledger.warehouse import VIEW
 
@@ -78,7 +79,8 @@ def test_the_settings_are_sparks_code_generation_over_whole_histories_only(monke
     asked: list[str] = []
     assert code_generation_settings(("build",), _session(False, asked)) == SPARK_CODE_GENERATION
     assert asked == [VIEW]
-    assert code_generation_settings(("build",), _session(True, asked)) == {}
+    # A batch's build: only the setting that lets a model compile what reads whole histories.
+    assert code_generation_settings(("build",), _session(True, asked)) == {WHOLE_HISTORY_READS_SETTING: json.dumps(SPARK_CODE_GENERATION)}
     assert code_generation_settings(("build", "--full-refresh"), None) == {}  # the Thrift target
 
 

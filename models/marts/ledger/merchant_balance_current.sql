@@ -10,6 +10,7 @@
         unique_key=['merchant_id', 'currency'],
         on_schema_change='fail',
         tblproperties=merge_on_read_tblproperties(),
+        post_hook="{{ restore_code_generation() }}",
     )
 }}
 
@@ -35,6 +36,8 @@
     {#- count(*), which Delta and Iceberg answer from table metadata, not a scan. #}
     {%- set has_replay = run_query("select count(*) from " ~ ref('int_balance_merchants_invalidated')).rows[0][0] > 0 %}
 {%- endif %}
+{#- A replay re-sums its merchants over the whole checkpoint: compiled code, where the run allows it. #}
+{%- do compile_whole_history_read(has_replay) %}
 
 with daily_balances as (
     select * from {{ ref('int_merchant_daily_balances') }}

@@ -1,0 +1,34 @@
+{% macro compile_whole_history_read(reads_whole_history) -%}
+    {#-
+        Call in a model's body, at compile time, with whether this run of the model reads whole
+        histories. When it does and the run allows it, the model's own statements run with Spark's
+        default code generation, and the model's post-hook gives the session its values back
+        (restore_code_generation). The run allows it when the session setting
+        `payledger.codegen.whole_history_reads` holds those settings as JSON: dbt run through
+        payledger on a target that interprets, with PAYLEDGER_CODEGEN unset
+        (payledger.dbt.code_generation_settings). Nothing is set otherwise: a bare `dbt`, a target
+        that compiles already, PAYLEDGER_CODEGEN set, a run that reads a batch only.
+        The session's values are kept as JSON in `payledger.codegen.saved`.
+    -#}
+    {%- if execute and reads_whole_history -%}
+        {%- set wanted = _session_setting('payledger.codegen.whole_history_reads') -%}
+        {%- if wanted != '<undefined>' -%}
+            {%- set saved = {} -%}
+            {%- for key in fromjson(wanted) -%}
+                {%- do saved.update({key: _session_setting(key)}) -%}
+            {%- endfor -%}
+            {%- if saved != fromjson(wanted) -%}
+                {%- do adapter.execute('set payledger.codegen.saved=' ~ tojson(saved)) -%}
+                {%- for key, value in fromjson(wanted).items() -%}
+                    {%- do adapter.execute('set ' ~ key ~ '=' ~ value) -%}
+                {%- endfor -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- Private. The session's value of the setting `key` (Spark's `set <key>`); '<undefined>' if unset. -#}
+{% macro _session_setting(key) -%}
+    {{ return(run_query('set ' ~ key).rows[0][1]) }}
+{%- endmacro %}
