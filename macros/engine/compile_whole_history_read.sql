@@ -8,19 +8,24 @@
         payledger on a target that interprets, with PAYLEDGER_CODEGEN unset
         (payledger.dbt.code_generation_settings). Nothing is set otherwise: a bare `dbt`, a target
         that compiles already, PAYLEDGER_CODEGEN set, a run that reads a batch only.
-        The session's values are kept as JSON in `payledger.codegen.saved`.
+        The session's values of the settings that differ are kept as JSON in
+        `payledger.codegen.saved`, and only those are set.
     -#}
     {%- if execute and reads_whole_history -%}
         {%- set wanted = _session_setting('payledger.codegen.whole_history_reads') -%}
         {%- if wanted != '<undefined>' -%}
+            {#- Only the settings that differ are kept and set: one left at Spark's default stays unset. -#}
             {%- set saved = {} -%}
-            {%- for key in fromjson(wanted) -%}
-                {%- do saved.update({key: _session_setting(key)}) -%}
+            {%- for key, value in fromjson(wanted).items() -%}
+                {%- set current = _session_setting(key) -%}
+                {%- if current != value -%}
+                    {%- do saved.update({key: current}) -%}
+                {%- endif -%}
             {%- endfor -%}
-            {%- if saved != fromjson(wanted) -%}
+            {%- if saved -%}
                 {%- do adapter.execute('set payledger.codegen.saved=' ~ tojson(saved)) -%}
-                {%- for key, value in fromjson(wanted).items() -%}
-                    {%- do adapter.execute('set ' ~ key ~ '=' ~ value) -%}
+                {%- for key in saved -%}
+                    {%- do adapter.execute('set ' ~ key ~ '=' ~ fromjson(wanted)[key]) -%}
                 {%- endfor -%}
             {%- endif -%}
         {%- endif -%}

@@ -22,15 +22,16 @@ from tests.support import BuiltState, Landing, event, merchant, policy, rewritte
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow, pytest.mark.xdist_group("invalidation")]
 
 
-def code_generation(spark) -> tuple[str | None, ...]:
-    """The session's code generation settings, in ``SPARK_CODE_GENERATION``'s order."""
-    return tuple(spark.conf.get(name, None) for name in SPARK_CODE_GENERATION)
+def code_generation(spark) -> tuple[str, ...]:
+    """The session's code generation settings in effect (Spark's default where unset), in
+    ``SPARK_CODE_GENERATION``'s order."""
+    return tuple(spark.conf.get(name) for name in SPARK_CODE_GENERATION)
 
 
-def recorded_statements(monkeypatch) -> list[tuple[str, tuple[str | None, ...]]]:
+def recorded_statements(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
     """From now on, every statement run on a Spark session, with the code generation settings it
     ran with: ``[(sql, settings)]``, filled as statements run."""
-    statements: list[tuple[str, tuple[str | None, ...]]] = []
+    statements: list[tuple[str, tuple[str, ...]]] = []
     sql = SparkSession.sql
 
     def recording(self, *args, **kwargs):
