@@ -23,7 +23,7 @@ from payledger.formats import DELTA, IcebergFormat, format_named, session_format
 from payledger.load import load_file
 from payledger.maintain import project_tables
 from payledger.publish import publication_path
-from payledger.spark import default_warehouse
+from payledger.spark import SPARK_CODE_GENERATION, default_warehouse
 from payledger.warehouse import CANONICAL, VIEW, drop_project_schemas
 from tests import reference
 
@@ -400,3 +400,25 @@ def build_balance_view_base(dbt: DbtProject, warehouse: Landing) -> None:
         [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"), event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
     )
     dbt.scenario_build()
+
+
+def code_generation(spark) -> tuple[str, ...]:
+    """The session's code generation settings in effect (Spark's default where unset), in
+    ``SPARK_CODE_GENERATION``'s order."""
+    return tuple(spark.conf.get(name) for name in SPARK_CODE_GENERATION)
+
+
+def recorded_statements(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
+    """From now on, every statement run on a Spark session, with the code generation settings it
+    ran with: ``[(sql, settings)]``, filled as statements run."""
+    from pyspark.sql import SparkSession
+
+    statements: list[tuple[str, tuple[str, ...]]] = []
+    sql = SparkSession.sql
+
+    def recording(self, *args, **kwargs):
+        statements.append((args[0], code_generation(self)))
+        return sql(self, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", recording)
+    return statements

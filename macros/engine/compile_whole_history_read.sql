@@ -12,12 +12,12 @@
         `payledger.codegen.saved`, and only those are set.
     -#}
     {%- if execute and reads_whole_history -%}
-        {%- set wanted = _session_setting('payledger.codegen.whole_history_reads') -%}
+        {%- set wanted = session_setting('payledger.codegen.whole_history_reads') -%}
         {%- if wanted != '<undefined>' -%}
             {#- Only the settings that differ are kept and set: one left at Spark's default stays unset. -#}
             {%- set saved = {} -%}
             {%- for key, value in fromjson(wanted).items() -%}
-                {%- set current = _session_setting(key) -%}
+                {%- set current = session_setting(key) -%}
                 {%- if current != value -%}
                     {%- do saved.update({key: current}) -%}
                 {%- endif -%}
@@ -32,8 +32,3 @@
     {%- endif -%}
 {%- endmacro %}
 
-
-{#- Private. The session's value of the setting `key` (Spark's `set <key>`); '<undefined>' if unset. -#}
-{% macro _session_setting(key) -%}
-    {{ return(run_query('set ' ~ key).rows[0][1]) }}
-{%- endmacro %}

@@ -8,7 +8,7 @@
         the next one.
     -#}
     {%- if execute -%}
-        {%- set saved = _session_setting('payledger.codegen.saved') -%}
+        {%- set saved = session_setting('payledger.codegen.saved') -%}
         {%- if saved != '<undefined>' -%}
             {%- for key, value in fromjson(saved).items() -%}
                 {%- do adapter.execute('set ' ~ key ~ '=' ~ value) -%}

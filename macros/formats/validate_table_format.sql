@@ -11,8 +11,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set catalogs = var('table_format_catalogs') -%}
-    {%- set found = run_query('set spark.sql.catalog.spark_catalog').columns[1].values() -%}
-    {%- set catalog = found[0] if found else none -%}
+    {%- set catalog = session_setting('spark.sql.catalog.spark_catalog') -%}
     {%- for other, class_name in catalogs.items() if other != table_format() and catalog == class_name -%}
         {{ exceptions.raise_compiler_error(
             "Target " ~ target.name ~ " writes " ~ table_format() ~ " tables, but the Spark session's spark_catalog is "

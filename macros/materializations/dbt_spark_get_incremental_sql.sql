@@ -60,7 +60,7 @@
 {% macro _cached_new_rows(source) %}
     {%- set cached = source.incorporate(path={'identifier': source.identifier ~ '__cached'}) -%}
     {%- set setting = 'spark.sql.legacy.storeAnalyzedPlanForView' -%}
-    {%- set before = run_query('set ' ~ setting).columns[1].values()[0] | string | lower -%}
+    {%- set before = session_setting(setting) | string | lower -%}
     {#- adapter.execute, not run_query: these statements return no result set (PyHive fails on fetch). -#}
     {%- do adapter.execute('uncache table if exists ' ~ cached) -%}
     {%- do adapter.execute('set ' ~ setting ~ ' = true') -%}

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 import payledger.dbt
 from payledger.spark import SPARK_CODE_GENERATION, spark_conf
 from payledger.warehouse import VIEW
+from tests.support import code_generation, recorded_statements
 
 pytestmark = pytest.mark.integration
 
@@ -20,18 +21,12 @@ def test_the_profiles_settings_are_applied_once_per_invocation_with_code_generat
     key = "spark.sql.shuffle.partitions"
     profile_value = spark_conf()[key]
     spark.conf.set(key, str(int(profile_value) + 6))  # changed between invocations
-    code_generation = tuple(SPARK_CODE_GENERATION)
-    interpreted = tuple(spark.conf.get(name, None) for name in code_generation)
+    interpreted = code_generation(spark)
     assert interpreted != tuple(SPARK_CODE_GENERATION.values())  # the tests' sessions interpret (tests/conftest.py)
-    builds, statements = [], []
-    get_or_create, sql = SparkSession.Builder.getOrCreate, SparkSession.sql
-
-    def recording(self, *args, **kwargs):
-        statements.append((args[0], tuple(self.conf.get(name, None) for name in code_generation)))
-        return sql(self, *args, **kwargs)
-
+    builds: list[int] = []
+    get_or_create = SparkSession.Builder.getOrCreate
     monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: builds.append(1) or get_or_create(self))
-    monkeypatch.setattr(SparkSession, "sql", recording)
+    statements = recorded_statements(monkeypatch)
     # As if PAYLEDGER_CODEGEN were unset (run_dbt then chooses), without changing the profile's
     # rendering: a changed environment variable of the profile would make dbt parse the project again.
     monkeypatch.setattr(payledger.dbt, "CODEGEN_ENV", "PAYLEDGER_CODEGEN_UNSET_IN_THIS_TEST")
@@ -47,7 +42,7 @@ def test_the_profiles_settings_are_applied_once_per_invocation_with_code_generat
     # throughout, and the session's own settings back after it.
     dbt("build", "--select", "payment_event_types", "--exclude", "resource_type:test")
     assert statements and {settings for _, settings in statements} == {tuple(SPARK_CODE_GENERATION.values())}
-    assert tuple(spark.conf.get(name, None) for name in code_generation) == interpreted
+    assert code_generation(spark) == interpreted
     # Once the view exists, a build is a batch's.
     spark.sql(f"create schema if not exists {VIEW.split('.')[0]}")
     spark.sql(f"create view {VIEW} as select 1 as stand_in")

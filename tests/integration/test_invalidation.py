@@ -7,39 +7,18 @@ import re
 from decimal import Decimal
 
 import pytest
-from pyspark.sql import SparkSession
 
 import payledger.dbt
 from payledger.formats import table_commits
 from payledger.maintain import project_tables
 from payledger.spark import SPARK_CODE_GENERATION
 from payledger.warehouse import AUDIT, CHECKPOINT, RECONCILIATION_RUNS, VIEW
-from tests.support import BuiltState, Landing, event, merchant, policy, rewritten, view_rows
+from tests.support import BuiltState, Landing, code_generation, event, merchant, policy, recorded_statements, rewritten, view_rows
 
 # One worker runs this module, so its built state (a module fixture) is built once. Together its
 # tests take minutes (about a dozen builds): marked slow, the group is scheduled with the long tests,
 # not last, where one worker ran it alone while the other had nothing left.
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow, pytest.mark.xdist_group("invalidation")]
-
-
-def code_generation(spark) -> tuple[str, ...]:
-    """The session's code generation settings in effect (Spark's default where unset), in
-    ``SPARK_CODE_GENERATION``'s order."""
-    return tuple(spark.conf.get(name) for name in SPARK_CODE_GENERATION)
-
-
-def recorded_statements(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
-    """From now on, every statement run on a Spark session, with the code generation settings it
-    ran with: ``[(sql, settings)]``, filled as statements run."""
-    statements: list[tuple[str, tuple[str, ...]]] = []
-    sql = SparkSession.sql
-
-    def recording(self, *args, **kwargs):
-        statements.append((args[0], code_generation(self)))
-        return sql(self, *args, **kwargs)
-
-    monkeypatch.setattr(SparkSession, "sql", recording)
-    return statements
 
 
 def audit(warehouse, invocation_id: str) -> list[dict]:
