@@ -12,11 +12,12 @@
         `payledger.codegen.saved`, and only those are set.
     -#}
     {%- if execute and reads_whole_history -%}
-        {%- set wanted = session_setting('payledger.codegen.whole_history_reads') -%}
-        {%- if wanted != '<undefined>' -%}
+        {%- set allowed = session_setting('payledger.codegen.whole_history_reads') -%}
+        {%- if allowed != '<undefined>' -%}
+            {%- set wanted = fromjson(allowed) -%}
             {#- Only the settings that differ are kept and set: one left at Spark's default stays unset. -#}
             {%- set saved = {} -%}
-            {%- for key, value in fromjson(wanted).items() -%}
+            {%- for key, value in wanted.items() -%}
                 {%- set current = session_setting(key) -%}
                 {%- if current != value -%}
                     {%- do saved.update({key: current}) -%}
@@ -25,10 +26,9 @@
             {%- if saved -%}
                 {%- do adapter.execute('set payledger.codegen.saved=' ~ tojson(saved)) -%}
                 {%- for key in saved -%}
-                    {%- do adapter.execute('set ' ~ key ~ '=' ~ fromjson(wanted)[key]) -%}
+                    {%- do adapter.execute('set ' ~ key ~ '=' ~ wanted[key]) -%}
                 {%- endfor -%}
             {%- endif -%}
         {%- endif -%}
     {%- endif -%}
 {%- endmacro %}
-
