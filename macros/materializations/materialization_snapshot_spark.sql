@@ -1,7 +1,7 @@
 {#-
     Wraps dbt-spark's `snapshot` materialization (dbt-spark 1.11.0; tests/unit/test_upstream.py
     notices a change): an existing snapshot whose source holds no change is left alone after one
-    probe (five statements, the strategy's two included) instead of staged as a view, described
+    probe (four statements, the strategy's two included) instead of staged as a view, described
     seven times, probed, and the view dropped (thirteen statements). The probe is dbt's own staging
     query (`snapshot_staging_table`, with dbt's strategy), so "no change" means what dbt's MERGE
     would have found: no insert, update or delete. It also checks that the table has every column
@@ -18,8 +18,9 @@
             ~ ' has no changes; nothing staged or committed',
             info=false
         ) }}
-        {%- call statement('main') -%}
-            select 'no changes for {{ target_relation }}' as skipped
+        {#- dbt's noop_statement: the node's result without a statement run on Spark. -#}
+        {%- call noop_statement('main', 'no changes for ' ~ target_relation, 'SKIP', 0) -%}
+            -- no changes for {{ target_relation }}: nothing staged or committed
         {%- endcall -%}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
