@@ -2,7 +2,7 @@
     {#-
         Whether the view `relation` exists and stores `sql` as its query and the columns (names
         and types) `sql` yields now, so that creating it again would change nothing
-        (spark__create_view_as keeps it then).
+        (the `view` materialization keeps it then).
     -#}
     {{- return(format_variant('view_is_current')(relation, sql)) -}}
 {%- endmacro %}
