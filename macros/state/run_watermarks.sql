@@ -4,13 +4,13 @@
         each growing column below, as it stood before this invocation wrote anything (the
         checkpoint's: where it exceeds the audit's, checkpoint_watermark_query). The first call
         reads every table that exists (an absent table has none; _read_watermarks) and keeps the
-        answer in the global temporary view `global_temp.payledger_run_watermarks` with this
-        invocation's id; later calls in the same invocation read it back (a lookup, no table scan).
-        A global temporary view is seen by every session of the Spark application, so the
-        connections of a Thrift Server's build share it too; one of another invocation is ignored
-        and replaced. Every reader asks for a table that this invocation has not written yet when
-        it asks (a model reads its own watermark, or an upstream model's, before it writes), so
-        the kept answer is the one a fresh read would give.
+        answer, with this invocation's id, as JSON in the Spark session's setting
+        `payledger.run_watermarks`; later calls in the same invocation read it back (one `set`
+        command: no catalog lookup, no query). One of another invocation is ignored and replaced.
+        Every reader asks for a table that this invocation has not written yet when it asks (a
+        model reads its own watermark, or an upstream model's, before it writes), so the kept
+        answer is the one a fresh read would give: a Thrift Server connection that is a session of
+        its own reads the watermarks once more, and gets the same values.
         Returns {name: value}: integers for the ingest positions and the dedup directory's unit
         base, 'yyyy-mm-dd hh:mm:ss.ffffff' or none for `audit_policy_observed_at`; 0 (none for the
         timestamp) where the table is absent or empty. Names: see _watermark_columns. While dbt
@@ -27,15 +27,14 @@
     {%- set stored = _stored_run_watermarks() -%}
     {%- if stored is none -%}
         {%- set stored = _read_watermarks() -%}
-        {#- The row named '' marks a read, so that a run that starts with no tables keeps that. -#}
-        {%- set rows = ["(" ~ quoted_literal(invocation_id) ~ ", '', cast(null as string))"] -%}
+        {#- Kept as strings (the query's values may come back typed); an empty dict is kept too:
+            a run that starts with no tables keeps that. -#}
+        {%- set kept = {} -%}
         {%- for name, value in stored.items() -%}
-            {%- do rows.append("(" ~ quoted_literal(invocation_id) ~ ", " ~ quoted_literal(name) ~ ", "
-                ~ (quoted_literal(value) if value is not none else "cast(null as string)") ~ ")") -%}
+            {%- do kept.update({name: none if value is none else value | string}) -%}
         {%- endfor -%}
         {%- do adapter.execute(
-            "create or replace global temporary view payledger_run_watermarks as select * from values "
-            ~ rows | join(", ") ~ " as marks(invocation_id, name, value)"
+            'set payledger.run_watermarks=' ~ tojson({'invocation_id': invocation_id, 'marks': kept})
         ) -%}
     {%- endif -%}
     {%- for name, value in stored.items() if name in marks and value is not none -%}
@@ -66,20 +65,12 @@
 
 {#- Private. This invocation's kept watermarks as {name: string or none}, or none when none are kept. -#}
 {% macro _stored_run_watermarks() -%}
-    {%- if run_query("show views in global_temp like 'payledger_run_watermarks'") | length == 0 -%}
+    {%- set kept = session_setting('payledger.run_watermarks') -%}
+    {%- if kept == '<undefined>' -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set found = run_query(
-        "select name, value from global_temp.payledger_run_watermarks where invocation_id = " ~ quoted_literal(invocation_id)
-    ) -%}
-    {%- if found | length == 0 -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set stored = {} -%}
-    {%- for row in found -%}
-        {%- do stored.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
-    {{ return(stored) }}
+    {%- set kept = fromjson(kept) -%}
+    {{ return(kept['marks'] if kept['invocation_id'] == invocation_id else none) }}
 {%- endmacro %}
 
 
