@@ -109,13 +109,28 @@ class WorkCounter:
 
     def since(self, mark: Mark) -> SparkWork:
         """The jobs and executions submitted after ``mark`` (counts from ids; lists of those
-        retained, oldest first)."""
-        self._drain()
-        jobs = sorted((j for j in self._jobs() if j.id > mark.last_job), key=lambda j: j.id)
-        executions = sorted((e for e in self._executions() if e.id > mark.last_execution), key=lambda e: e.id)
-        last_job = max((j.id for j in jobs), default=mark.last_job)
-        last_execution = max((e.id for e in executions), default=mark.last_execution)
-        return SparkWork(last_job - mark.last_job, last_execution - mark.last_execution, jobs, executions)
+        retained, oldest first). Each is looked up by its id, newer than ``mark``'s, so the cost
+        follows the window, not what the stores retain (up to 10,000 executions: a walk through
+        py4j took 1.2 s with about 1,200 entries, ``_last_ids``)."""
+        from py4j.protocol import Py4JJavaError
+
+        now = self._last_ids()
+        store = self._context.statusStore()
+        jobs = []
+        for job_id in range(mark.last_job + 1, now.last_job + 1):
+            try:
+                job = store.job(job_id)
+            except Py4JJavaError:  # no longer retained (NoSuchElementException): counted, not listed
+                continue
+            submitted = job.submissionTime()
+            jobs.append(Submitted(job_id, submitted.get().getTime() if submitted.isDefined() else 0, _job_name(job)))
+        executions = []
+        for execution_id in range(mark.last_execution + 1, now.last_execution + 1):
+            execution = self._sql_store.execution(execution_id)
+            if execution.isDefined():
+                execution = execution.get()
+                executions.append(Submitted(execution_id, execution.submissionTime(), execution.description() or ""))
+        return SparkWork(now.last_job - mark.last_job, now.last_execution - mark.last_execution, jobs, executions)
 
 
 def _job_name(job) -> str:
