@@ -7,8 +7,9 @@ built one after the other, each through the cron wrapper's own path (``schedule.
 source freshness, ``dbt build``, then maintenance of the tables due, ``maintain_every`` commits).
 The builds leave out dbt's tests (they recompute from all of history, a cost that grows with it by
 design); one ``dbt test`` at the end checks that the view reconciles, on every key. Records, per build, the build's
-wall seconds, the Spark jobs and SQL executions it ran, the maintenance step's seconds and the data
-and delete files of the view, the daily checkpoint and the canonical events; writes
+wall seconds, the Spark jobs and SQL executions it ran, the same per dbt node (``nodes``; their
+medians over the builds: ``node_medians``), the maintenance step's seconds and the data and delete
+files of the view, the daily checkpoint and the canonical events; writes
 ``target/bench_aging.json`` (after every build, with ``complete`` false until the end) and a plot,
 ``target/bench_aging.png``.
 
@@ -42,6 +43,7 @@ from payledger.load import load_file
 from payledger.maintain import DEFAULT_RETENTION_HOURS, FileCounts, file_counts
 from payledger.schedule import scheduled_build
 from payledger.spark import PROJECT_ROOT, default_warehouse, get_spark, stop_spark
+from payledger.sparkwork import by_node
 from payledger.warehouse import CANONICAL, CHECKPOINT, REJECTS, VIEW
 
 #: Tables whose files are counted after every build.
@@ -56,6 +58,9 @@ BUILDS_PER_DAY = 10
 COLD_BUILDS = 2
 #: What each scheduled build runs: dbt build without dbt's tests (see the module's docstring).
 BUILD_ARGS = ("--exclude", "resource_type:test", "resource_type:unit_test")
+#: The dbt nodes a build's account gives seconds for (a scheduled build here runs no tests; its
+#: hooks are operations).
+NODE_TYPES = ("model", "snapshot", "seed", "test", "operation")
 
 
 @dataclass
@@ -63,7 +68,8 @@ class AgingBuild:
     """One scheduled build: its number (1-based), rows loaded, the build's wall seconds
     (``seconds``), the Spark jobs and SQL executions it ran (``sparkwork.WorkCounter``), the
     maintenance step's seconds (the check for due tables, and the maintenance of those due) and the
-    tables maintained, and file counts after it."""
+    tables maintained, file counts after it, and where the build's time, jobs and executions went
+    per dbt node (``nodes``: ``node_account``)."""
 
     number: int
     rows_loaded: int
@@ -73,6 +79,33 @@ class AgingBuild:
     maintenance_s: float
     maintained: list[str]
     files: dict[str, FileCounts] = field(default_factory=dict)
+    nodes: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+#: The account's entry for what no node's window holds: dbt's start, hooks, publication.
+BETWEEN_NODES = "(between nodes)"
+
+
+def node_account(seconds: dict[str, float], work: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
+    """Where one build went, per dbt node: ``{node: {"seconds": s, "spark_jobs": n,
+    "sql_executions": n}}``, from dbt's execution seconds per node (``seconds``:
+    ``DbtInvocation.timings``) and the jobs and executions attributed to nodes by submission time
+    (``work``: ``sparkwork.by_node``, whose ``BETWEEN_NODES`` entry has no seconds of its own: 0).
+    A node with seconds and no Spark work counts 0 of each."""
+    nothing = {"spark_jobs": 0, "sql_executions": 0}
+    return {node: {"seconds": round(seconds.get(node, 0.0), 2), **nothing, **work.get(node, {})} for node in sorted(set(seconds) | set(work))}
+
+
+def node_medians(builds: list[AgingBuild]) -> dict[str, dict[str, float]]:
+    """Each node's median seconds, Spark jobs and SQL executions over ``builds`` (a node missing
+    from a build's account counts 0 there), slowest first: ``{node: {"seconds": s, "spark_jobs": n,
+    "sql_executions": n}}``. ``{}`` when no build has an account."""
+    names = {node for build in builds for node in build.nodes}
+    medians = {
+        node: {key: round(_median([build.nodes.get(node, {}).get(key, 0) for build in builds]), 2) for key in ("seconds", "spark_jobs", "sql_executions")}
+        for node in names
+    }
+    return dict(sorted(medians.items(), key=lambda item: (-item[1]["seconds"], -item[1]["spark_jobs"], item[0])))
 
 
 def _median(values: list[float]) -> float:
@@ -376,11 +409,17 @@ def run_aging(
     for number, batch_dir in enumerate(batch_dirs, start=1):
         rows = load_file(spark, "payment_events", batch_dir / EVENT_FILE, warehouse)
         records: list[dict] = []
+        accounts: list[dict[str, dict[str, float]]] = []
+
+        def account(invocation, work, accounts=accounts) -> None:
+            accounts.append(node_account(invocation.timings(NODE_TYPES), by_node(work, invocation.windows())))
+
         code = scheduled_build(
             build_args=BUILD_ARGS,
             emit=records.append,
             maintain_every=maintain_every,
             retention_hours=retention_hours,
+            on_build=account,
         )
         build = next(r for r in records if r["event"] == "build")
         if not build["success"]:
@@ -397,6 +436,7 @@ def run_aging(
             maintenance["seconds"],
             [t["table"] for t in maintenance["tables"]],
             {name: file_counts(spark, table) for name, table in WATCHED.items()},
+            accounts[0] if accounts else {},
         )
         done.append(result)
         # The curve so far, so that a long run can be read before it ends.
@@ -438,11 +478,15 @@ def run_aging(
         "table_format": table_format,
         "cold_build_s": [round(seconds, 1) for seconds in cold],
         "newcomer_build_s": [round(seconds, 1) for seconds in newcomer],
+        "node_medians": node_medians(done),
         "targets": found,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench_aging.json").write_text(json.dumps(figures, indent=2) + "\n")
     _plot(done, out_dir / "bench_aging.png", f"{builds} scheduled builds on {events:,} events, maintenance every {maintain_every} commits")
+    console.print("per node, median of the warm builds (seconds, Spark jobs, SQL executions):")
+    for node, median in figures["node_medians"].items():
+        console.print(f"  {node}: {median['seconds']:.2f} s, {median['spark_jobs']:g} jobs, {median['sql_executions']:g} executions")
     for target in found:
         console.print(f"{'[green]met[/]' if target['met'] else '[red]missed[/]'}  {target['name']}: {target['detail'] or target['value']}")
     console.print(f"wrote {out_dir / 'bench_aging.json'} and {out_dir / 'bench_aging.png'}")

@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from payledger.dbt import run_dbt
+from payledger.dbt import DbtInvocation, run_dbt
 from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock, load_lock
 from payledger.maintain import every_commits_setting, maintain_tables, retention_hours_setting
 from payledger.spark import default_warehouse, get_spark
-from payledger.sparkwork import WorkCounter
+from payledger.sparkwork import SparkWork, WorkCounter
 
 
 def _now() -> str:
@@ -44,6 +44,7 @@ def scheduled_build(
     maintain_every: int | None = None,
     retention_hours: float | None = None,
     stop_requested: Callable[[], bool] = lambda: False,
+    on_build: Callable[[DbtInvocation, SparkWork], None] | None = None,
 ) -> int:
     """Run ``dbt source freshness``, ``dbt build <build_args>`` and due table maintenance under the
     build lock.
@@ -63,6 +64,10 @@ def scheduled_build(
     it failed) and ``done`` (``exit_code``). Returns the process exit code: 0 when every step
     succeeds, 1 when one fails (a freshness error means late data: the build still runs),
     ``EXIT_LOCKED`` when another build holds the lock.
+
+    ``on_build``, when given, receives the build's invocation and the Spark jobs and executions
+    it submitted, listed (``WorkCounter.since``), once its record is emitted: what the aging bench
+    attributes to dbt's nodes.
 
     ``stop_requested`` is asked between steps: once it is true, the remaining steps are skipped
     (logged as ``stopped`` with the step that would have come next) and the lock is released.
@@ -88,6 +93,7 @@ def scheduled_build(
             started = time.monotonic()
             build = run_dbt("build", "--log-format", "json", *build_args)
             seconds = round(time.monotonic() - started, 1)
+            work = counter.since(mark) if on_build else counter.counts_since(mark)
             log(
                 "build",
                 success=build.success,
@@ -98,8 +104,10 @@ def scheduled_build(
                 # when the build changed nothing), or null: a build whose tests fail, or that runs
                 # without the reconciliation test, publishes nothing.
                 published_version=build.publication.version if build.publication else None,
-                **counter.counts_since(mark).as_dict(),
+                **work.as_dict(),
             )
+            if on_build:
+                on_build(build, work)
             code = 0 if freshness.success and build.success else 1
             every = every_commits_setting() if maintain_every is None else maintain_every
             if build.success and every > 0 and stop_requested():

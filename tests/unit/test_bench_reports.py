@@ -1,12 +1,16 @@
-"""The benches' arithmetic: Spark UI size metrics, maintenance cycles and the aging targets."""
+"""The benches' arithmetic: Spark UI size metrics, maintenance cycles, the aging targets and a
+build's account per dbt node."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from payledger.aging import AgingBuild, _cycle_peaks, aging_targets, small_build_targets
+from payledger.aging import BETWEEN_NODES, AgingBuild, _cycle_peaks, aging_targets, node_account, node_medians, small_build_targets
 from payledger.bench import _bytes
 from payledger.maintain import FileCounts
+from payledger.sparkwork import SparkWork, Submitted, by_node
 
 
 @pytest.mark.parametrize(
@@ -79,6 +83,41 @@ def test_small_build_targets_are_met_or_missed_by_their_limits():
     assert not any("Spark jobs" in name or name.startswith("newcomer") for name in iceberg), iceberg
     unmeasured = next(t for t in small_build_targets(fast, "iceberg", cold=[], newcomer=[]) if t["name"].startswith("payledger build"))
     assert unmeasured["value"] is None and not unmeasured["met"]
+
+
+def test_a_builds_jobs_and_executions_go_to_the_node_running_when_they_were_submitted():
+    start = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
+
+    def at(second: float) -> int:
+        return int((start + dt.timedelta(seconds=second)).timestamp() * 1000)
+
+    windows = {"checkpoint": (start, start + dt.timedelta(seconds=5)), "view": (start + dt.timedelta(seconds=6), start + dt.timedelta(seconds=9))}
+    jobs = [Submitted(i, at(second), "job") for i, second in enumerate([1, 2, 4.9, 5.5, 7, 30])]
+    executions = [Submitted(i, at(second), "sql") for i, second in enumerate([0.5, 6.5])]
+    account = node_account({"checkpoint": 4.8, "view": 2.9, "seed": 0.3}, by_node(SparkWork(6, 2, jobs, executions), windows))
+    assert account == {
+        BETWEEN_NODES: {"seconds": 0.0, "spark_jobs": 2, "sql_executions": 0},
+        "checkpoint": {"seconds": 4.8, "spark_jobs": 3, "sql_executions": 1},
+        "seed": {"seconds": 0.3, "spark_jobs": 0, "sql_executions": 0},
+        "view": {"seconds": 2.9, "spark_jobs": 1, "sql_executions": 1},
+    }
+
+
+def test_node_medians_count_a_node_missing_from_a_build_as_nothing_and_list_the_slowest_first():
+    def build(number: int, nodes: dict[str, tuple[float, int]]) -> AgingBuild:
+        return AgingBuild(number, 300, 10.0, 0, 0, 0.0, [], {}, {n: {"seconds": s, "spark_jobs": j, "sql_executions": j} for n, (s, j) in nodes.items()})
+
+    done = [
+        build(1, {"view": (3.0, 30), "checkpoint": (5.0, 40)}),
+        build(2, {"view": (2.0, 20), "checkpoint": (7.0, 50), "snapshot": (1.0, 8)}),
+        build(3, {"view": (4.0, 35)}),
+    ]
+    medians = node_medians(done)
+    assert list(medians) == ["checkpoint", "view", "snapshot"]
+    assert medians["checkpoint"] == {"seconds": 5.0, "spark_jobs": 40, "sql_executions": 40}
+    assert medians["view"] == {"seconds": 3.0, "spark_jobs": 30, "sql_executions": 30}
+    assert medians["snapshot"] == {"seconds": 0.0, "spark_jobs": 0, "sql_executions": 0}
+    assert node_medians(builds([1, 2], [5.0, 6.0])) == {}
 
 
 def test_the_serving_targets_are_met_or_missed_by_their_limits():
