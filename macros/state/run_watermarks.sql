@@ -76,34 +76,40 @@
 
 {#-
     Private. The tables that exist (dbt's relation cache says which): {name: string or none} for
-    each watermark of those tables. One query: one row, a column per watermark, each a scalar
-    subquery that is a bare max() over one column: Delta answers such an aggregate from its log's
-    file statistics when the table has no deletion vectors (its metadata-only rule matches an
-    aggregate of max() alone; a name or a cast in the same select, as `union all` branches of
-    named rows had, is merged into the aggregate and made every branch scan its table). Casts and
-    formats apply outside the subqueries. Then the checkpoint's, a second query
-    (checkpoint_watermark_query): it reads the days of the events past the audit's watermark
-    only, which it takes as a literal so that the scans prune files.
+    each watermark of those tables. Those among the stored maxima run_dbt read from the Delta
+    tables' logs (_stored_maxima) are taken from there. The others, one query: one row, a column
+    per watermark, each a scalar subquery that is a bare max() over one column: Delta answers such
+    an aggregate from its log's file statistics when the table has no deletion vectors (its
+    metadata-only rule matches an aggregate of max() alone; a name or a cast in the same select, as
+    `union all` branches of named rows had, is merged into the aggregate and made every branch scan
+    its table), still a plan and about four jobs a table. Casts and formats apply outside the
+    subqueries. Then the checkpoint's, a second query (checkpoint_watermark_query): it reads the
+    days of the events past the audit's watermark only, which it takes as a literal so that the
+    scans prune files.
 -#}
 {% macro _read_watermarks() -%}
     {%- set columns = [] -%}
     {%- set relations = {} -%}
+    {%- set stored = _stored_maxima() -%}
+    {%- set read = {} -%}
     {%- for name, source in _watermark_columns().items() -%}
         {%- set relation = load_relation(source[0]) -%}
         {%- if relation is not none -%}
             {%- do relations.update({name: relation}) -%}
         {%- endif -%}
-        {%- if relation is not none and name != 'checkpoint_source_watermark' -%}
+        {%- set key = (relation.schema ~ '.' ~ relation.identifier ~ '.' ~ source[1]) | lower if relation is not none else none -%}
+        {%- if key in stored and name != 'checkpoint_source_watermark' -%}
+            {%- do read.update({name: none if stored[key] is none else stored[key] | string}) -%}
+        {%- elif relation is not none and name != 'checkpoint_source_watermark' -%}
             {%- set maximum = "select max(" ~ source[1] ~ ") as value from " ~ relation -%}
             {%- set value = "date_format((" ~ maximum ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS')" if source[1].endswith('_at')
                 else "cast((" ~ maximum ~ ") as string)" -%}
             {%- do columns.append(value ~ " as " ~ name) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set read = {} -%}
     {%- if columns -%}
         {%- set found = run_query("select " ~ columns | join(", ")) -%}
-        {%- for name in relations if name != 'checkpoint_source_watermark' -%}
+        {%- for name in relations if name != 'checkpoint_source_watermark' and name not in read -%}
             {%- do read.update({name: found.columns[name].values()[0]}) -%}
         {%- endfor -%}
     {%- endif -%}
@@ -120,4 +126,30 @@
         {%- do read.update({name: run_query("select cast(max(" ~ column ~ ") as string) from " ~ relations[name]).rows[0][0]}) -%}
     {%- endfor -%}
     {{ return(read) }}
+{%- endmacro %}
+
+
+{#-
+    Private. The stored maxima run_dbt passes for this invocation in the environment variable
+    PAYLEDGER_STORED_MAXIMA (payledger/stored_maxima.py): {"<schema>.<table>.<column>": whole
+    number or none}, lower case; {} when it is unset (a `dbt` run by hand, the Thrift target,
+    Iceberg). Read only while nodes run (run_watermarks returns before it while dbt parses), so that
+    partial parsing does not see it change. Raises a compiler error when it is not such an object.
+-#}
+{% macro _stored_maxima() -%}
+    {%- set given = env_var('PAYLEDGER_STORED_MAXIMA', '') -%}
+    {%- if given == '' -%}
+        {{ return({}) }}
+    {%- endif -%}
+    {%- set stored = fromjson(given) -%}
+    {%- set check = namespace(valid=stored is mapping) -%}
+    {%- for key, value in (stored.items() if check.valid else []) -%}
+        {%- if not (key is string and (value is none or (value is number and value is not boolean and value == value | int))) -%}
+            {%- set check.valid = false -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if not check.valid -%}
+        {{ exceptions.raise_compiler_error("PAYLEDGER_STORED_MAXIMA must be a JSON object of whole numbers or nulls, got " ~ given[:500]) }}
+    {%- endif -%}
+    {{ return(stored) }}
 {%- endmacro %}

@@ -107,9 +107,15 @@ def run_dbt(
     Code generation: an invocation that reads whole histories runs with Spark's default code
     generation on top of the profile's settings, and the session's values come back after it
     (``code_generation_settings``).
+
+    The run's stored watermarks: a ``build`` or ``run`` on the embedded Delta target gets the
+    stored maxima of the warehouse's whole-number columns, read from the tables' logs
+    (``payledger.stored_maxima``), so that ``run_watermarks`` asks Spark only for the rest.
     """
     from dbt.cli.main import dbtRunner
     from dbt_common.invocation import get_invocation_id
+
+    from payledger.stored_maxima import stored_maxima_for_invocation
 
     project_environment()
     argv = [*args, "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
@@ -135,7 +141,7 @@ def run_dbt(
     if since is not None:
         os.environ[CHECKED_SINCE_ENV] = json.dumps(since)
     try:
-        with session_settings(spark, overrides):  # no overrides: nothing set, spark not used
+        with session_settings(spark, overrides), stored_maxima_for_invocation(spark, args):  # no overrides: nothing set
             outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     finally:
         os.environ.pop(CHECKED_SINCE_ENV, None)
