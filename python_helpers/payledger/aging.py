@@ -82,15 +82,11 @@ class AgingBuild:
     nodes: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-#: The account's entry for what no node's window holds: dbt's start, hooks, publication.
-BETWEEN_NODES = "(between nodes)"
-
-
 def node_account(seconds: dict[str, float], work: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
     """Where one build went, per dbt node: ``{node: {"seconds": s, "spark_jobs": n,
     "sql_executions": n}}``, from dbt's execution seconds per node (``seconds``:
     ``DbtInvocation.timings``) and the jobs and executions attributed to nodes by submission time
-    (``work``: ``sparkwork.by_node``, whose ``BETWEEN_NODES`` entry has no seconds of its own: 0).
+    (``work``: ``sparkwork.by_node``, whose ``sparkwork.BETWEEN_NODES`` entry has no seconds: 0).
     A node with seconds and no Spark work counts 0 of each."""
     nothing = {"spark_jobs": 0, "sql_executions": 0}
     return {node: {"seconds": round(seconds.get(node, 0.0), 2), **nothing, **work.get(node, {})} for node in sorted(set(seconds) | set(work))}

@@ -138,18 +138,22 @@ def _job_name(job) -> str:
     return description.get() if description.isDefined() else job.name()
 
 
+#: Where ``by_node`` counts what no node's window holds.
+BETWEEN_NODES = "(between nodes)"
+
+
 def by_node(work: SparkWork, windows: dict[str, tuple[dt.datetime, dt.datetime]]) -> dict[str, dict[str, int]]:
     """Attribute a window's retained jobs and executions to dbt nodes by submission time.
 
     ``windows``: ``{node name: (started, completed)}`` as timezone-aware datetimes (dbt's
     ``timing`` of a node: compile and execute). Whatever was submitted outside every node's window
-    (dbt's start, hooks, the project's own reads) counts under ``"(between nodes)"``. Returns
+    (dbt's start, hooks, the project's own reads) counts under ``BETWEEN_NODES``. Returns
     ``{node: {"spark_jobs": n, "sql_executions": n}}``.
     """
     spans = [(start.timestamp() * 1000, end.timestamp() * 1000, name) for name, (start, end) in windows.items()]
     counts: dict[str, dict[str, int]] = {}
     for kind, items in (("spark_jobs", work.jobs), ("sql_executions", work.executions)):
         for item in items:
-            name = next((n for start, end, n in spans if start <= item.submitted_ms <= end), "(between nodes)")
+            name = next((n for start, end, n in spans if start <= item.submitted_ms <= end), BETWEEN_NODES)
             counts.setdefault(name, {"spark_jobs": 0, "sql_executions": 0})[kind] += 1
     return counts

@@ -7,10 +7,10 @@ import datetime as dt
 
 import pytest
 
-from payledger.aging import BETWEEN_NODES, AgingBuild, _cycle_peaks, aging_targets, node_account, node_medians, small_build_targets
+from payledger.aging import AgingBuild, _cycle_peaks, aging_targets, node_account, node_medians, small_build_targets
 from payledger.bench import _bytes
 from payledger.maintain import FileCounts
-from payledger.sparkwork import SparkWork, Submitted, by_node
+from payledger.sparkwork import BETWEEN_NODES, SparkWork, Submitted, by_node
 
 
 @pytest.mark.parametrize(
