@@ -318,6 +318,13 @@ class TableFormat:
         ``location`` as it is now, from its folder alone (no Spark)."""
         raise NotImplementedError
 
+    def stored_maxima(self, tables_root: Path) -> dict[str, int | None]:
+        """The whole-number columns' maxima that this format's tables in the warehouse folder
+        ``tables_root`` state in their own metadata, read without Spark, for ``run_watermarks``:
+        ``{"<schema>.<table>.<column>": value or None}`` (``payledger.stored_maxima``); ``{}`` when
+        Spark should read them all."""
+        raise NotImplementedError
+
 
 class DeltaFormat(TableFormat):
     """Delta Lake 3.3: ``delta-spark``'s Python API and Delta's JVM classes in a session, ``deltalake``
@@ -487,6 +494,12 @@ class DeltaFormat(TableFormat):
         except TableNotFoundError:
             return False
 
+    def stored_maxima(self, tables_root: Path) -> dict[str, int | None]:
+        """From each table's log (``stored_maxima.delta_long_maxima``)."""
+        from payledger.stored_maxima import delta_long_maxima
+
+        return delta_long_maxima(tables_root)
+
     @staticmethod
     def _query(table, columns: tuple[str, ...], where: tuple[str, str] | None):
         import pyarrow as pa
@@ -635,6 +648,10 @@ class IcebergFormat(TableFormat):
             return False
         metadata = json.loads(Path(_newest_metadata(location)).read_text())
         return any(snapshot["snapshot-id"] == version for snapshot in metadata.get("snapshots", []))
+
+    def stored_maxima(self, tables_root: Path) -> dict[str, int | None]:
+        """None read here: on Iceberg Spark reads every watermark (its cost there not measured)."""
+        return {}
 
 
 _DUCKDB_LOCK = threading.Lock()

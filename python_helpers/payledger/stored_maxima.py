@@ -84,15 +84,18 @@ def _column_max(rows: list, nulls: list, largest: list) -> int | object | None:
 
 @contextmanager
 def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]:
-    """While the body runs, ``STORED_MAXIMA_ENV`` holds ``delta_long_maxima`` (JSON) of the
-    session's warehouse folder when ``args`` is a ``build`` or ``run`` on an embedded Delta
-    session (``spark``; None: the Thrift target); unset otherwise, and again afterwards."""
-    from payledger.formats import session_format
+    """While the body runs, ``STORED_MAXIMA_ENV`` holds the session's table format's stored maxima
+    (``TableFormat.stored_maxima`` of the session's warehouse folder, JSON; Delta's:
+    ``delta_long_maxima``) when ``args`` is a ``build`` or ``run`` on an embedded session
+    (``spark``; None: the Thrift target) and there are any; unset otherwise, and again afterwards."""
+    from payledger.formats import session_table_format
 
     os.environ.pop(STORED_MAXIMA_ENV, None)
-    if spark is not None and args[:1] in (("build",), ("run",)) and session_format(spark) == "delta":
+    if spark is not None and args[:1] in (("build",), ("run",)):
         folder = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
-        os.environ[STORED_MAXIMA_ENV] = json.dumps(delta_long_maxima(Path(folder)))
+        maxima = session_table_format(spark).stored_maxima(Path(folder))
+        if maxima:
+            os.environ[STORED_MAXIMA_ENV] = json.dumps(maxima)
     try:
         yield
     finally:
