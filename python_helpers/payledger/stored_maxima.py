@@ -47,11 +47,13 @@ def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
             actions = pa.table(table.get_add_actions(flatten=True))
         except Exception:  # any unreadable log: Spark reads the table instead, and says why
             continue
-        schema = folder.parent.name.removesuffix(".db")
         columns = {field.name: field for field in actions.schema}
-        rows = actions.column("num_records").to_pylist() if "num_records" in columns else None
+        if "num_records" not in columns:  # no statistics at all
+            continue
+        schema = folder.parent.name.removesuffix(".db")
+        rows = actions.column("num_records").to_pylist()
         for name, field in columns.items():
-            if not name.startswith("max.") or not pa.types.is_int64(field.type) or rows is None:
+            if not name.startswith("max.") or not pa.types.is_int64(field.type):
                 continue
             column = name.removeprefix("max.")
             if f"null_count.{column}" not in columns:
