@@ -321,10 +321,10 @@ def restore_warehouse(spark, saved: SavedWarehouse) -> bool:
     Delta: each table whose folder changed since (``_table_files``) has its folder (its log, data
     and deletion vector files) replaced by the saved copy and Delta's cached state of it dropped, so
     the next read lists its log again; an unchanged table keeps its cached state (dropping them all
-    made the first read of every table replay its log: 3.5% more time in the Delta invalidation
-    tests). A
-    ``RESTORE`` per table did the same as a commit, at about the cost of a build of the tests' tiny
-    histories (42-64 s per invalidation test for its 15 tables, measured in a 2-worker run).
+    made the first read of every table replay its log: the Delta invalidation module took 412 s
+    against 384-397 s, one process). A ``RESTORE`` per table did the same as a commit, at about the
+    cost of a build of the tests' tiny histories (42-64 s per invalidation test for its 15 tables,
+    measured in a 2-worker run).
     Iceberg: every table whose current snapshot differs gets its saved snapshot back, through the
     table API (``ManageSnapshots.setCurrentSnapshot``, what the ``set_current_snapshot`` procedure
     runs: a metadata commit; history is kept and later commits append to it), with no Spark job:
