@@ -7,15 +7,30 @@
     would have found: no insert, update or delete. It also checks that the table has every column
     of the source (dbt adds a new one even when no row changed). Anything else, and a new table,
     goes through dbt-spark's materialization unchanged (`_snapshot_is_idle` says which).
+
+    Where run_dbt passes the tables' states (PAYLEDGER_TABLE_STATES: Delta, payledger/stored_maxima.py),
+    the table also records the inputs it holds the result of, in its property
+    `payledger.snapshot_inputs`: the data version of every table the snapshot reads (through views;
+    maintenance of a table leaves it as it was) and a checksum of its SQL, its config and the text of
+    those views. It is set after each run of dbt's materialization (one more commit; an idle probe
+    commits nothing, so a build with no new input commits nothing), and run_dbt reports it only
+    while no commit but maintenance came after it. When this run's inputs equal the record, the
+    table is what a run would leave, so the snapshot is left alone without the probe: on a warm
+    Delta build with the tests' settings, no Spark job and 0.04-0.2 s against 8 jobs and 0.8-1.2 s
+    a snapshot (2026-12-04).
 -#}
 {%- materialization snapshot, adapter='spark' -%}
     {%- set target_relation = adapter.get_relation(
         database=none, schema=model.schema, identifier=model.get('alias', model.get('name'))
     ) -%}
-    {%- if _snapshot_is_idle(target_relation) -%}
+    {%- set inputs = _snapshot_inputs() -%}
+    {%- set unchanged = inputs is not none and inputs == _snapshot_recorded_inputs()
+        and _snapshot_may_be_left_alone(target_relation) -%}
+    {%- if unchanged or _snapshot_is_idle(target_relation) -%}
         {{ log(
             'commit_only_changes: ' ~ target_relation
-            ~ ' has no changes; nothing staged or committed',
+            ~ (' holds the result of its recorded inputs' if unchanged else ' has no changes')
+            ~ '; nothing staged or committed',
             info=false
         ) }}
         {#- dbt's noop_statement: the node's result without a statement run on Spark. -#}
@@ -24,8 +39,27 @@
         {%- endcall -%}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
-    {{ return(dbt.materialization_snapshot_spark()) }}
+    {%- set result = dbt.materialization_snapshot_spark() -%}
+    {#- The relation it returns: dbt adds a new table to its relation cache only after this. -#}
+    {%- do _record_snapshot_inputs(result['relations'][0], inputs) -%}
+    {{ return(result) }}
 {%- endmaterialization -%}
+
+
+{#-
+    Private. Whether a run of the snapshot may be left out when it would change nothing: the table
+    `target_relation` exists, and the snapshot has no hooks, grants, persisted docs,
+    `dbt_valid_to_current` or hard deletes other than `ignore` (each of which dbt's materialization
+    applies on every run).
+-#}
+{%- macro _snapshot_may_be_left_alone(target_relation) -%}
+    {{ return(
+        target_relation is not none and target_relation.is_table
+        and not (pre_hooks or post_hooks or config.get('grants') or config.get('persist_docs')
+            or config.get('dbt_valid_to_current') or config.get('invalidate_hard_deletes'))
+        and config.get('hard_deletes') in (none, 'ignore')
+    ) }}
+{%- endmacro -%}
 
 
 {#-
@@ -35,11 +69,7 @@
     hooks, grants, persisted docs, `dbt_valid_to_current`, or hard deletes other than `ignore`.
 -#}
 {%- macro _snapshot_is_idle(target_relation) -%}
-    {%- if target_relation is none or not target_relation.is_table -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- if pre_hooks or post_hooks or config.get('grants') or config.get('persist_docs')
-        or config.get('dbt_valid_to_current') -%}
+    {%- if not _snapshot_may_be_left_alone(target_relation) -%}
         {{ return(false) }}
     {%- endif -%}
     {%- set strategy = strategy_dispatch(config.get('strategy'))(
@@ -63,4 +93,89 @@
         {{ return(false) }}
     {%- endfor -%}
     {{ return(true) }}
+{%- endmacro -%}
+
+
+{#-
+    Private. The table states run_dbt passes for this invocation (PAYLEDGER_TABLE_STATES,
+    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "recorded_inputs": string
+    or none}}, lower case; {} when it is unset (a `dbt` run by hand, the Thrift target, Iceberg).
+    Read only while nodes run, so that partial parsing does not see it change.
+-#}
+{%- macro _table_states() -%}
+    {%- set given = env_var('PAYLEDGER_TABLE_STATES', '') -%}
+    {%- set states = fromjson(given) if given else {} -%}
+    {%- if states is not mapping -%}
+        {{ exceptions.raise_compiler_error("PAYLEDGER_TABLE_STATES must be a JSON object, got " ~ given[:500]) }}
+    {%- endif -%}
+    {{ return(states) }}
+{%- endmacro -%}
+
+
+{#-
+    Private. This run's inputs of the snapshot being run, as the JSON text its table records:
+    {"code": md5 of dbt's version, the snapshot's SQL and config and the text of each view it reads
+    through, "inputs": {"<schema>.<table>": data version of each table it reads, through views}}.
+    None when the table states are not given or a table it reads is not among them (nothing is
+    then recorded or skipped), or a view it reads does not exist. Runs one `show create table` per
+    view read.
+-#}
+{%- macro _snapshot_inputs() -%}
+    {%- set states = _table_states() -%}
+    {%- if not states -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set versions = {} -%}
+    {%- set texts = [] -%}
+    {%- set pending = model.depends_on.nodes | list -%}
+    {%- for unique_id in pending -%}
+        {%- set node = graph.sources.get(unique_id) or graph.nodes.get(unique_id) -%}
+        {%- set materialized = none if node is none or unique_id in graph.sources else node.config.materialized -%}
+        {%- if node is none -%}
+            {%- do versions.update({unique_id: none}) -%}
+        {%- elif materialized in ('view', 'ephemeral') -%}
+            {%- do texts.append(_view_text(node) if materialized == 'view' else '') -%}
+            {%- do pending.extend(node.depends_on.nodes) -%}
+        {%- else -%}
+            {%- set table = (node.schema ~ '.' ~ (node.identifier if unique_id in graph.sources else node.alias)) | lower -%}
+            {%- do versions.update({table: states.get(table, {}).get('data_version')}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if none in versions.values() or none in texts -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set code = local_md5(dbt_version ~ '|' ~ sql ~ '|' ~ tojson(model.config, sort_keys=true) ~ '|' ~ texts | join('|')) -%}
+    {{ return(tojson({'code': code, 'inputs': versions}, sort_keys=true)) }}
+{%- endmacro -%}
+
+
+{#-
+    Private. The text of the view of the graph node `node` as the metastore stores it, less the time
+    it was made (a view made again with the same text and columns reads the same rows); none when
+    there is no such view.
+-#}
+{%- macro _view_text(node) -%}
+    {%- set relation = adapter.get_relation(database=none, schema=node.schema, identifier=node.alias) -%}
+    {%- if relation is none or not relation.is_view -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set text = run_query('show create table ' ~ relation).rows[0][0] -%}
+    {{ return(modules.re.sub("'transient_lastDdlTime' = '[0-9]*'", '', text)) }}
+{%- endmacro -%}
+
+
+{#- Private. The inputs recorded on the snapshot table and still true (run_dbt's table states), or none. -#}
+{%- macro _snapshot_recorded_inputs() -%}
+    {%- set key = (model.schema ~ '.' ~ model.get('alias', model.get('name'))) | lower -%}
+    {{ return(_table_states().get(key, {}).get('recorded_inputs')) }}
+{%- endmacro -%}
+
+
+{#- Private. Records `inputs` (none: nothing) on the snapshot table: one commit of its properties. -#}
+{%- macro _record_snapshot_inputs(target_relation, inputs) -%}
+    {%- if inputs is not none and target_relation is not none -%}
+        {%- call statement('record_snapshot_inputs') -%}
+            alter table {{ target_relation }} set tblproperties ('payledger.snapshot_inputs' = {{ quoted_literal(inputs) }})
+        {%- endcall -%}
+    {%- endif -%}
 {%- endmacro -%}

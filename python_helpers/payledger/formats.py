@@ -82,7 +82,9 @@ class Commit:
     (the table's first commit), ``replace`` (a later create-or-replace: the table's content was
     replaced, not changed), ``merge``, ``append``, ``maintenance`` (rows rewritten or files
     removed, content unchanged: Delta ``OPTIMIZE``, ``REORG``, ``VACUUM START``/``END``, the
-    ``WRITE`` of ``sort_partitions``, Iceberg ``replace``) or ``other``; ``rows_written``:
+    ``WRITE`` of ``sort_partitions``, Iceberg ``replace``), ``properties`` (table properties set,
+    rows unchanged: Delta ``SET TBLPROPERTIES``, as a snapshot records its inputs) or ``other``;
+    ``rows_written``:
     rows physically written (Delta ``numTargetRowsInserted + numTargetRowsUpdated`` for a MERGE,
     ``numOutputRows`` otherwise; Iceberg ``added-records``); ``deletes_in_place``: row deletes
     recorded without rewriting data files (Delta deletion vectors added, Iceberg position deletes
@@ -135,6 +137,7 @@ _DELTA_KINDS = {
     "REORG": "maintenance",
     "VACUUM START": "maintenance",
     "VACUUM END": "maintenance",
+    "SET TBLPROPERTIES": "properties",
 }
 
 
@@ -325,6 +328,13 @@ class TableFormat:
         Spark should read them all."""
         raise NotImplementedError
 
+    def table_states(self, tables_root: Path) -> dict[str, dict]:
+        """Each table's data version and the snapshot inputs recorded on it, read without Spark
+        from the warehouse folder ``tables_root``: ``{"<schema>.<table>": {"data_version": int,
+        "recorded_inputs": str or None}}`` (``payledger.stored_maxima.delta_table_states``); ``{}``
+        when this format's snapshots are always probed."""
+        raise NotImplementedError
+
 
 class DeltaFormat(TableFormat):
     """Delta Lake 3.3: ``delta-spark``'s Python API and Delta's JVM classes in a session, ``deltalake``
@@ -500,6 +510,12 @@ class DeltaFormat(TableFormat):
 
         return delta_long_maxima(tables_root)
 
+    def table_states(self, tables_root: Path) -> dict[str, dict]:
+        """From each table's commit files (``stored_maxima.delta_table_states``)."""
+        from payledger.stored_maxima import delta_table_states
+
+        return delta_table_states(tables_root)
+
     @staticmethod
     def _query(table, columns: tuple[str, ...], where: tuple[str, str] | None):
         import pyarrow as pa
@@ -651,6 +667,10 @@ class IcebergFormat(TableFormat):
 
     def stored_maxima(self, tables_root: Path) -> dict[str, int | None]:
         """None read here: on Iceberg Spark reads every watermark (its cost there not measured)."""
+        return {}
+
+    def table_states(self, tables_root: Path) -> dict[str, dict]:
+        """None read here: on Iceberg every snapshot is probed (no record kept there)."""
         return {}
 
 

@@ -8,6 +8,10 @@ still costs a plan and about four jobs (0.3 s a table in a warm process: ``CHANG
 count and its largest value. ``run_dbt`` reads them here, with ``deltalake``, before a ``build`` or
 ``run`` on the embedded Delta target, and passes them in the environment variable
 ``STORED_MAXIMA_ENV`` for that invocation only; a column missing there is read with Spark as before.
+
+In the same way it passes each Delta table's data version and the inputs recorded on a snapshot
+table (``TABLE_STATES_ENV``, ``delta_table_states``): a snapshot whose recorded inputs equal this
+run's is left alone without its probe (``macros/materializations/materialization_snapshot_spark.sql``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ from pathlib import Path
 
 #: The environment variable run_dbt sets for one invocation (read by ``run_watermarks``).
 STORED_MAXIMA_ENV = "PAYLEDGER_STORED_MAXIMA"
+#: The environment variable run_dbt sets for one invocation (read by the snapshot materialization).
+TABLE_STATES_ENV = "PAYLEDGER_TABLE_STATES"
+#: The table property in which the snapshot materialization records the inputs a snapshot table
+#: holds the result of (``{"code": md5, "inputs": {"<schema>.<table>": version}}``, JSON).
+SNAPSHOT_INPUTS_PROPERTY = "payledger.snapshot_inputs"
+#: How many of a table's newest commits ``delta_table_states`` reads, at most, to find the record.
+RECORD_LOOKBACK = 50
 
 
 def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
@@ -84,21 +95,77 @@ def _column_max(rows: list, nulls: list, largest: list) -> int | object | None:
     return found
 
 
+def delta_table_states(tables_root: Path) -> dict[str, dict]:
+    """``{"<schema>.<table>": {"data_version": int, "recorded_inputs": str or None}}`` for the Delta
+    tables in ``tables_root`` (one ``<schema>.db/<table>`` folder each, lower case), read from the
+    newest ``RECORD_LOOKBACK`` commit files of their logs without Spark.
+
+    ``data_version`` is the newest commit that changed the table's rows, schema or properties: the
+    commits of maintenance after it (files rewritten with ``dataChange`` false, ``VACUUM``'s
+    records) leave what a reader gets as it was. ``recorded_inputs`` is the value of the table
+    property ``SNAPSHOT_INPUTS_PROPERTY`` when that commit is the one that set it (``SET
+    TBLPROPERTIES`` naming it): the table's rows are still the ones the record describes. A write, a
+    schema change or another property set after the record, a commit file that does not read, or
+    no such commit among those read, gives None (the snapshot is then probed as usual); with no
+    commit but maintenance among those read, ``data_version`` is the oldest of them.
+    """
+    states: dict[str, dict] = {}
+    for log in sorted(tables_root.glob("*.db/*/_delta_log")):
+        versions = sorted(int(path.name[:20]) for path in log.glob("*.json") if len(path.name) == 25 and path.name[:20].isdigit())
+        if versions:
+            name = f"{log.parent.parent.name.removesuffix('.db')}.{log.parent.name}".lower()
+            states[name] = _data_state(log, versions[-RECORD_LOOKBACK:])
+    return states
+
+
+def _data_state(log: Path, versions: list[int]) -> dict:
+    """``delta_table_states``' entry of one table, from its commits ``versions`` (oldest first)."""
+    for version in reversed(versions):
+        try:
+            actions = [json.loads(line) for line in (log / f"{version:020d}.json").read_text().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return {"data_version": version, "recorded_inputs": None}
+        info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
+        others = [action for action in actions if "commitInfo" not in action]
+        if all({"add", "remove"} & action.keys() and not (action.get("add") or action.get("remove")).get("dataChange", True) for action in others):
+            continue  # maintenance: the same rows in other files, or a record of VACUUM
+        metadata = next((action["metaData"] for action in others if "metaData" in action), None)
+        try:
+            set_here = json.loads(info.get("operationParameters", {}).get("properties", "{}"))
+        except (TypeError, ValueError):
+            set_here = {}
+        recorded = (
+            metadata.get("configuration", {}).get(SNAPSHOT_INPUTS_PROPERTY)
+            if metadata is not None and len(others) == 1 and info.get("operation") == "SET TBLPROPERTIES" and SNAPSHOT_INPUTS_PROPERTY in set_here
+            else None
+        )
+        return {"data_version": version, "recorded_inputs": recorded}
+    return {"data_version": versions[0], "recorded_inputs": None}
+
+
 @contextmanager
 def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]:
     """While the body runs, ``STORED_MAXIMA_ENV`` holds the session's table format's stored maxima
     (``TableFormat.stored_maxima`` of the session's warehouse folder, JSON; Delta's:
     ``delta_long_maxima``) when ``args`` is a ``build`` or ``run`` on an embedded session
-    (``spark``; None: the Thrift target) and there are any; unset otherwise, and again afterwards."""
+    (``spark``; None: the Thrift target) and there are any, and ``TABLE_STATES_ENV`` its tables'
+    states (``TableFormat.table_states``; Delta's: ``delta_table_states``) for a ``build``, ``run``
+    or ``snapshot`` there; each unset otherwise, and again afterwards."""
     from payledger.formats import session_table_format
 
     os.environ.pop(STORED_MAXIMA_ENV, None)
-    if spark is not None and args[:1] in (("build",), ("run",)):
-        folder = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
-        maxima = session_table_format(spark).stored_maxima(Path(folder))
+    os.environ.pop(TABLE_STATES_ENV, None)
+    if spark is not None and args[:1] in (("build",), ("run",), ("snapshot",)):
+        folder = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+        table_format = session_table_format(spark)
+        maxima = table_format.stored_maxima(folder) if args[0] != "snapshot" else {}
         if maxima:
             os.environ[STORED_MAXIMA_ENV] = json.dumps(maxima)
+        states = table_format.table_states(folder)
+        if states:
+            os.environ[TABLE_STATES_ENV] = json.dumps(states)
     try:
         yield
     finally:
         os.environ.pop(STORED_MAXIMA_ENV, None)
+        os.environ.pop(TABLE_STATES_ENV, None)

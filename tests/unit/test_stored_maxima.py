@@ -1,13 +1,17 @@
 """The stored maxima run_watermarks takes from Delta logs (``payledger.stored_maxima``): the largest
 value of each whole-number column as the files' statistics give it, and nothing where they cannot
-say it (files without the column's statistics, tables with deletion vectors)."""
+say it (files without the column's statistics, tables with deletion vectors). And the tables' states
+the snapshot materialization reads: each table's version, and the snapshot inputs recorded on it
+only while no commit that changes data came after the record (logs written by ``deltalake``, whose
+commits name the same operations and actions as Spark's)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
-from payledger.stored_maxima import delta_long_maxima
+from payledger import stored_maxima
+from payledger.stored_maxima import SNAPSHOT_INPUTS_PROPERTY, delta_long_maxima, delta_table_states
 
 
 def write(folder, columns: dict[str, list], mode: str = "append", configuration: dict[str, str] | None = None) -> None:
@@ -36,3 +40,68 @@ def test_a_table_whose_readers_need_table_features_is_left_to_spark(tmp_path):
     write(tmp_path / "payledger.db" / "plain", {"source_watermark": [3, 9]})
     (tmp_path / "payledger.db" / "not_a_table" / "_delta_log").mkdir(parents=True)
     assert delta_long_maxima(tmp_path) == {"payledger.plain.source_watermark": 9}
+
+
+def record(folder, inputs: str) -> None:
+    """What the snapshot materialization runs: ``alter table ... set tblproperties``."""
+    DeltaTable(str(folder)).alter.set_table_properties({SNAPSHOT_INPUTS_PROPERTY: inputs}, raise_if_not_exists=False)
+
+
+def vacuum(folder) -> None:
+    """A VACUUM: two commits (start, end) that change no data."""
+    DeltaTable(str(folder)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+
+
+def test_recorded_inputs_hold_until_a_commit_changes_data(tmp_path):
+    snapshot = tmp_path / "payledger_snapshots.db" / "snp"
+    merchants = tmp_path / "payledger_raw.db" / "merchants"
+    write(snapshot, {"source_watermark": [1, 2]})
+    write(merchants, {"source_watermark": [1]})
+    assert delta_table_states(tmp_path) == {
+        "payledger_snapshots.snp": {"data_version": 0, "recorded_inputs": None},
+        "payledger_raw.merchants": {"data_version": 0, "recorded_inputs": None},
+    }
+    record(snapshot, '{"code": "a"}')
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 1, "recorded_inputs": '{"code": "a"}'}
+    write(snapshot, {"source_watermark": [3]}, mode="overwrite")
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}, "an overwrite after the record"
+    record(snapshot, '{"code": "b"}')
+    write(snapshot, {"source_watermark": [4]})
+    DeltaTable(str(snapshot)).optimize.compact()
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": None}, "an append after the record"
+    # Maintenance after the record (files compacted, a VACUUM) leaves the rows, and the record, as they were.
+    write(snapshot, {"source_watermark": [5]})
+    record(snapshot, '{"code": "c"}')
+    DeltaTable(str(snapshot)).optimize.compact()
+    vacuum(snapshot)
+    # And leaves a source's data version as it was.
+    write(merchants, {"source_watermark": [2]})
+    DeltaTable(str(merchants)).optimize.compact()
+    assert (snapshot / "_delta_log" / f"{10:020d}.json").exists() and (merchants / "_delta_log" / f"{2:020d}.json").exists()
+    assert delta_table_states(tmp_path) == {
+        "payledger_snapshots.snp": {"data_version": 7, "recorded_inputs": '{"code": "c"}'},
+        "payledger_raw.merchants": {"data_version": 1, "recorded_inputs": None},
+    }
+
+
+def test_a_record_is_only_what_the_materialization_set_last(tmp_path, monkeypatch):
+    snapshot = tmp_path / "payledger_snapshots.db" / "snp"
+    write(snapshot, {"source_watermark": [1]})
+    record(snapshot, '{"code": "a"}')
+    # Another property set afterwards carries the record along, but the commit is not the record's.
+    DeltaTable(str(snapshot)).alter.set_table_properties({"delta.logRetentionDuration": "interval 30 days"}, raise_if_not_exists=False)
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}
+    # A record older than every commit read back: not found, so not trusted.
+    write(snapshot, {"source_watermark": [2]})
+    record(snapshot, '{"code": "b"}')
+    DeltaTable(str(snapshot)).optimize.compact()
+    vacuum(snapshot)
+    assert (snapshot / "_delta_log" / f"{7:020d}.json").exists()
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": '{"code": "b"}'}
+    monkeypatch.setattr(stored_maxima, "RECORD_LOOKBACK", 2)
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 6, "recorded_inputs": None}
+    monkeypatch.undo()
+    # A commit file that does not read: no record, and the table is still listed.
+    record(snapshot, '{"code": "c"}')
+    max((snapshot / "_delta_log").glob("*.json")).write_text("not json\n")
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 8, "recorded_inputs": None}
