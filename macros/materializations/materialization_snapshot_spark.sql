@@ -10,13 +10,13 @@
 
     Where run_dbt passes the tables' states (PAYLEDGER_TABLE_STATES: Delta, payledger/stored_maxima.py),
     the table also records the inputs it holds the result of, in its property
-    `payledger.snapshot_inputs`: the data version of every table the snapshot reads (through views;
-    maintenance of a table leaves it as it was) and a checksum of its SQL, its config and the text of
+    `payledger.snapshot_inputs`: the data version (and its commit time) of every table the snapshot
+    reads (through views; maintenance of a table leaves it as it was) and a checksum of its SQL, its config and the text of
     those views. It is set after each run of dbt's materialization (one more commit; an idle probe
     commits nothing, so a build with no new input commits nothing), and run_dbt reports it only
     while no commit but maintenance came after it. When this run's inputs equal the record, the
     table is what a run would leave, so the snapshot is left alone without the probe: on a warm
-    Delta build with the tests' settings, no Spark job and 0.04-0.2 s against 8 jobs and 0.8-1.2 s
+    Delta build with the tests' settings, no Spark job and 0.04-0.2 s against 8 jobs and 0.7-1.2 s
     a snapshot (2026-12-04).
 -#}
 {%- materialization snapshot, adapter='spark' -%}
@@ -98,8 +98,8 @@
 
 {#-
     Private. The table states run_dbt passes for this invocation (PAYLEDGER_TABLE_STATES,
-    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "recorded_inputs": string
-    or none}}, lower case; {} when it is unset (a `dbt` run by hand, the Thrift target, Iceberg).
+    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "data_committed_ms": int
+    or none, "recorded_inputs": string or none}}, lower case; {} when it is unset (a `dbt` run by hand, the Thrift target, Iceberg).
     Read only while nodes run, so that partial parsing does not see it change.
 -#}
 {%- macro _table_states() -%}
@@ -115,7 +115,9 @@
 {#-
     Private. This run's inputs of the snapshot being run, as the JSON text its table records:
     {"code": md5 of dbt's version, the snapshot's SQL and config and the text of each view it reads
-    through, "inputs": {"<schema>.<table>": data version of each table it reads, through views}}.
+    through, "inputs": {"<schema>.<table>": "<data version>@<its commit time>" of each table it
+    reads, through views}} (the time tells a table made again, whose versions start over, from
+    the one before).
     None when the table states are not given or a table it reads is not among them (nothing is
     then recorded or skipped), or a view it reads does not exist. Runs one `show create table` per
     view read.
@@ -138,7 +140,9 @@
             {%- do pending.extend(node.depends_on.nodes) -%}
         {%- else -%}
             {%- set table = (node.schema ~ '.' ~ (node.identifier if unique_id in graph.sources else node.alias)) | lower -%}
-            {%- do versions.update({table: states.get(table, {}).get('data_version')}) -%}
+            {%- set state = states.get(table, {}) -%}
+            {%- do versions.update({table: none if state.get('data_committed_ms') is none
+                else state['data_version'] ~ '@' ~ state['data_committed_ms']}) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if none in versions.values() or none in texts -%}

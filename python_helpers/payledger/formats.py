@@ -331,8 +331,9 @@ class TableFormat:
     def table_states(self, tables_root: Path) -> dict[str, dict]:
         """Each table's data version and the snapshot inputs recorded on it, read without Spark
         from the warehouse folder ``tables_root``: ``{"<schema>.<table>": {"data_version": int,
-        "recorded_inputs": str or None}}`` (``payledger.stored_maxima.delta_table_states``); ``{}``
-        when this format's snapshots are always probed."""
+        "data_committed_ms": int or None, "recorded_inputs": str or None}}``
+        (``payledger.stored_maxima.delta_table_states``); ``{}`` when this format's snapshots are
+        always probed."""
         raise NotImplementedError
 
 

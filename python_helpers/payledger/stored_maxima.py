@@ -27,7 +27,8 @@ STORED_MAXIMA_ENV = "PAYLEDGER_STORED_MAXIMA"
 #: The environment variable run_dbt sets for one invocation (read by the snapshot materialization).
 TABLE_STATES_ENV = "PAYLEDGER_TABLE_STATES"
 #: The table property in which the snapshot materialization records the inputs a snapshot table
-#: holds the result of (``{"code": md5, "inputs": {"<schema>.<table>": version}}``, JSON).
+#: holds the result of (``{"code": md5, "inputs": {"<schema>.<table>": "<data version>@<its commit
+#: time, ms>"}}``, JSON).
 SNAPSHOT_INPUTS_PROPERTY = "payledger.snapshot_inputs"
 #: How many of a table's newest commits ``delta_table_states`` reads, at most, to find the record.
 RECORD_LOOKBACK = 50
@@ -96,18 +97,22 @@ def _column_max(rows: list, nulls: list, largest: list) -> int | object | None:
 
 
 def delta_table_states(tables_root: Path) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"data_version": int, "recorded_inputs": str or None}}`` for the Delta
+    """``{"<schema>.<table>": {"data_version": int, "data_committed_ms": int or None, "recorded_inputs":
+    str or None}}`` for the Delta
     tables in ``tables_root`` (one ``<schema>.db/<table>`` folder each, lower case), read from the
     newest ``RECORD_LOOKBACK`` commit files of their logs without Spark.
 
     ``data_version`` is the newest commit that changed the table's rows, schema or properties: the
     commits of maintenance after it (files rewritten with ``dataChange`` false, ``VACUUM``'s
-    records) leave what a reader gets as it was. ``recorded_inputs`` is the value of the table
-    property ``SNAPSHOT_INPUTS_PROPERTY`` when that commit is the one that set it (``SET
-    TBLPROPERTIES`` naming it): the table's rows are still the ones the record describes. A write, a
-    schema change or another property set after the record, a commit file that does not read, or
-    no such commit among those read, gives None (the snapshot is then probed as usual); with no
-    commit but maintenance among those read, ``data_version`` is the oldest of them.
+    records) leave what a reader gets as it was; ``data_committed_ms`` is when that commit was made
+    (its ``commitInfo`` timestamp, milliseconds since the epoch), so that a table dropped and made
+    again, whose versions start over, is not taken for the one before. ``recorded_inputs`` is the
+    value of the table property ``SNAPSHOT_INPUTS_PROPERTY`` when that commit is the one that set it
+    (``SET TBLPROPERTIES`` naming it): the table's rows are still the ones the record describes. A
+    write, a schema change or another property set after the record, a commit file that does not
+    read, or no such commit among those read, gives None (the snapshot is then probed as usual);
+    with no commit but maintenance among those read, ``data_version`` is the oldest of them and
+    ``data_committed_ms`` None (not known).
     """
     states: dict[str, dict] = {}
     for log in sorted(tables_root.glob("*.db/*/_delta_log")):
@@ -124,7 +129,7 @@ def _data_state(log: Path, versions: list[int]) -> dict:
         try:
             actions = [json.loads(line) for line in (log / f"{version:020d}.json").read_text().splitlines() if line.strip()]
         except (OSError, ValueError):
-            return {"data_version": version, "recorded_inputs": None}
+            return {"data_version": version, "data_committed_ms": None, "recorded_inputs": None}
         info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
         others = [action for action in actions if "commitInfo" not in action]
         if all({"add", "remove"} & action.keys() and not (action.get("add") or action.get("remove")).get("dataChange", True) for action in others):
@@ -139,8 +144,8 @@ def _data_state(log: Path, versions: list[int]) -> dict:
             if metadata is not None and len(others) == 1 and info.get("operation") == "SET TBLPROPERTIES" and SNAPSHOT_INPUTS_PROPERTY in set_here
             else None
         )
-        return {"data_version": version, "recorded_inputs": recorded}
-    return {"data_version": versions[0], "recorded_inputs": None}
+        return {"data_version": version, "data_committed_ms": info.get("timestamp"), "recorded_inputs": recorded}
+    return {"data_version": versions[0], "data_committed_ms": None, "recorded_inputs": None}
 
 
 @contextmanager

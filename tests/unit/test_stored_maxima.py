@@ -7,6 +7,9 @@ commits name the same operations and actions as Spark's)."""
 
 from __future__ import annotations
 
+import shutil
+import time
+
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
@@ -52,23 +55,32 @@ def vacuum(folder) -> None:
     DeltaTable(str(folder)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
 
 
+def states_of(tables_root) -> dict[str, dict]:
+    """``delta_table_states`` without the commit times, each checked to be a whole number (a data
+    version was found among the commits read)."""
+    states = delta_table_states(tables_root)
+    for state in states.values():
+        assert isinstance(state.pop("data_committed_ms"), int)
+    return states
+
+
 def test_recorded_inputs_hold_until_a_commit_changes_data(tmp_path):
     snapshot = tmp_path / "payledger_snapshots.db" / "snp"
     merchants = tmp_path / "payledger_raw.db" / "merchants"
     write(snapshot, {"source_watermark": [1, 2]})
     write(merchants, {"source_watermark": [1]})
-    assert delta_table_states(tmp_path) == {
+    assert states_of(tmp_path) == {
         "payledger_snapshots.snp": {"data_version": 0, "recorded_inputs": None},
         "payledger_raw.merchants": {"data_version": 0, "recorded_inputs": None},
     }
     record(snapshot, '{"code": "a"}')
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 1, "recorded_inputs": '{"code": "a"}'}
+    assert states_of(tmp_path)["payledger_snapshots.snp"] == {"data_version": 1, "recorded_inputs": '{"code": "a"}'}
     write(snapshot, {"source_watermark": [3]}, mode="overwrite")
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}, "an overwrite after the record"
+    assert states_of(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}, "an overwrite after the record"
     record(snapshot, '{"code": "b"}')
     write(snapshot, {"source_watermark": [4]})
     DeltaTable(str(snapshot)).optimize.compact()
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": None}, "an append after the record"
+    assert states_of(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": None}, "an append after the record"
     # Maintenance after the record (files compacted, a VACUUM) leaves the rows, and the record, as they were.
     write(snapshot, {"source_watermark": [5]})
     record(snapshot, '{"code": "c"}')
@@ -78,7 +90,7 @@ def test_recorded_inputs_hold_until_a_commit_changes_data(tmp_path):
     write(merchants, {"source_watermark": [2]})
     DeltaTable(str(merchants)).optimize.compact()
     assert (snapshot / "_delta_log" / f"{10:020d}.json").exists() and (merchants / "_delta_log" / f"{2:020d}.json").exists()
-    assert delta_table_states(tmp_path) == {
+    assert states_of(tmp_path) == {
         "payledger_snapshots.snp": {"data_version": 7, "recorded_inputs": '{"code": "c"}'},
         "payledger_raw.merchants": {"data_version": 1, "recorded_inputs": None},
     }
@@ -90,18 +102,30 @@ def test_a_record_is_only_what_the_materialization_set_last(tmp_path, monkeypatc
     record(snapshot, '{"code": "a"}')
     # Another property set afterwards carries the record along, but the commit is not the record's.
     DeltaTable(str(snapshot)).alter.set_table_properties({"delta.logRetentionDuration": "interval 30 days"}, raise_if_not_exists=False)
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}
+    assert states_of(tmp_path)["payledger_snapshots.snp"] == {"data_version": 2, "recorded_inputs": None}
     # A record older than every commit read back: not found, so not trusted.
     write(snapshot, {"source_watermark": [2]})
     record(snapshot, '{"code": "b"}')
     DeltaTable(str(snapshot)).optimize.compact()
     vacuum(snapshot)
     assert (snapshot / "_delta_log" / f"{7:020d}.json").exists()
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": '{"code": "b"}'}
+    assert states_of(tmp_path)["payledger_snapshots.snp"] == {"data_version": 4, "recorded_inputs": '{"code": "b"}'}
     monkeypatch.setattr(stored_maxima, "RECORD_LOOKBACK", 2)
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 6, "recorded_inputs": None}
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 6, "data_committed_ms": None, "recorded_inputs": None}
     monkeypatch.undo()
     # A commit file that does not read: no record, and the table is still listed.
     record(snapshot, '{"code": "c"}')
     max((snapshot / "_delta_log").glob("*.json")).write_text("not json\n")
-    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 8, "recorded_inputs": None}
+    assert delta_table_states(tmp_path)["payledger_snapshots.snp"] == {"data_version": 8, "data_committed_ms": None, "recorded_inputs": None}
+
+
+def test_a_table_made_again_is_not_taken_for_the_one_before(tmp_path):
+    merchants = tmp_path / "payledger_raw.db" / "merchants"
+    write(merchants, {"source_watermark": [1]})
+    before = delta_table_states(tmp_path)["payledger_raw.merchants"]
+    shutil.rmtree(merchants)  # dropped (a managed table's folder goes with it), then made again
+    time.sleep(0.01)
+    write(merchants, {"source_watermark": [2]})
+    after = delta_table_states(tmp_path)["payledger_raw.merchants"]
+    assert before["data_version"] == after["data_version"] == 0
+    assert before["data_committed_ms"] < after["data_committed_ms"]
