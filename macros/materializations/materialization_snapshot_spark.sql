@@ -8,16 +8,16 @@
     of the source (dbt adds a new one even when no row changed). Anything else, and a new table,
     goes through dbt-spark's materialization unchanged (`_snapshot_is_idle` says which).
 
-    Where run_dbt passes the tables' states (PAYLEDGER_TABLE_STATES: Delta, payledger/stored_maxima.py),
-    the table also records the inputs it holds the result of, in its property
-    `payledger.snapshot_inputs`: the data version (and its commit time) of every table the snapshot
-    reads (through views; maintenance of a table leaves it as it was) and a checksum of its SQL, its config and the text of
-    those views. It is set after each run of dbt's materialization (one more commit; an idle probe
-    commits nothing, so a build with no new input commits nothing), and run_dbt reports it only
-    while no commit but maintenance came after it. When this run's inputs equal the record, the
-    table is what a run would leave, so the snapshot is left alone without the probe: on a warm
-    Delta build with the tests' settings, no Spark job and 0.04-0.2 s against 8 jobs and 0.7-1.2 s
-    a snapshot (2026-12-04).
+    Where run_dbt passes the tables' states (PAYLEDGER_TABLE_STATES: Delta,
+    payledger/stored_maxima.py), the table also records the inputs it holds the result of, in its
+    property `payledger.snapshot_inputs`: the data version (and its commit time) of every table the
+    snapshot reads (through views; maintenance of a table leaves it as it was) and a checksum of its
+    SQL, its config and the text of those views. It is set after each run of dbt's materialization
+    (one more commit; an idle probe commits nothing, so a build with no new input commits nothing),
+    and run_dbt reports it only while no commit but maintenance came after it. When this run's
+    inputs equal the record, the table is what a run would leave, so the snapshot is left alone
+    without the probe: on a warm Delta build with the tests' settings, no Spark job and 0.04-0.2 s
+    against 8 jobs and 0.7-1.2 s a snapshot (2026-12-04).
 -#}
 {%- materialization snapshot, adapter='spark' -%}
     {%- set target_relation = adapter.get_relation(
@@ -98,9 +98,10 @@
 
 {#-
     Private. The table states run_dbt passes for this invocation (PAYLEDGER_TABLE_STATES,
-    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "data_committed_ms": int
-    or none, "recorded_inputs": string or none}}, lower case; {} when it is unset (a `dbt` run by hand, the Thrift target, Iceberg).
-    Read only while nodes run, so that partial parsing does not see it change.
+    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "data_committed_ms":
+    int or none, "recorded_inputs": string or none}}, lower case; {} when it is unset (a `dbt` run
+    by hand, the Thrift target, Iceberg). Read only while nodes run, so that partial parsing does
+    not see it change.
 -#}
 {%- macro _table_states() -%}
     {%- set given = env_var('PAYLEDGER_TABLE_STATES', '') -%}
@@ -117,10 +118,9 @@
     {"code": md5 of dbt's version, the snapshot's SQL and config and the text of each view it reads
     through, "inputs": {"<schema>.<table>": "<data version>@<its commit time>" of each table it
     reads, through views}} (the time tells a table made again, whose versions start over, from
-    the one before).
-    None when the table states are not given or a table it reads is not among them (nothing is
-    then recorded or skipped), or a view it reads does not exist. Runs one `show create table` per
-    view read.
+    the one before). None when the table states are not given or a table it reads is not among
+    them (nothing is then recorded or skipped), or a view it reads does not exist. Runs one `show
+    create table` per view read.
 -#}
 {%- macro _snapshot_inputs() -%}
     {%- set states = _table_states() -%}
