@@ -50,7 +50,7 @@ def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
     from deltalake import DeltaTable
 
     maxima: dict[str, int | None] = {}
-    for log in sorted(tables_root.glob("*.db/*/_delta_log")):
+    for table_name, log in _delta_logs(tables_root):
         folder = log.parent
         try:
             table = DeltaTable(str(folder))
@@ -62,7 +62,6 @@ def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
         columns = {field.name: field for field in actions.schema}
         if "num_records" not in columns:  # no statistics at all
             continue
-        schema = folder.parent.name.removesuffix(".db")
         rows = actions.column("num_records").to_pylist()
         for name, field in columns.items():
             if not name.startswith("max.") or not pa.types.is_int64(field.type):
@@ -72,7 +71,7 @@ def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
                 continue
             value = _column_max(rows, actions.column(f"null_count.{column}").to_pylist(), actions.column(name).to_pylist())
             if value is not _UNKNOWN:
-                maxima[f"{schema}.{folder.name}.{column}".lower()] = value
+                maxima[f"{table_name}.{column.lower()}"] = value
     return maxima
 
 
@@ -97,10 +96,10 @@ def _column_max(rows: list, nulls: list, largest: list) -> int | object | None:
 
 
 def delta_table_states(tables_root: Path) -> dict[str, dict]:
-    """``{"<schema>.<table>": {"data_version": int, "data_committed_ms": int or None, "recorded_inputs":
-    str or None}}`` for the Delta
-    tables in ``tables_root`` (one ``<schema>.db/<table>`` folder each, lower case), read from the
-    newest ``RECORD_LOOKBACK`` commit files of their logs without Spark.
+    """``{"<schema>.<table>": {"data_version": int, "data_committed_ms": int or None,
+    "recorded_inputs": str or None}}`` for the Delta tables in ``tables_root`` (one
+    ``<schema>.db/<table>`` folder each, lower case), read from the newest ``RECORD_LOOKBACK``
+    commit files of their logs without Spark.
 
     ``data_version`` is the newest commit that changed the table's rows, schema or properties: the
     commits of maintenance after it (files rewritten with ``dataChange`` false, ``VACUUM``'s
@@ -115,12 +114,17 @@ def delta_table_states(tables_root: Path) -> dict[str, dict]:
     ``data_committed_ms`` None (not known).
     """
     states: dict[str, dict] = {}
-    for log in sorted(tables_root.glob("*.db/*/_delta_log")):
+    for name, log in _delta_logs(tables_root):
         versions = sorted(int(path.name[:20]) for path in log.glob("*.json") if len(path.name) == 25 and path.name[:20].isdigit())
         if versions:
-            name = f"{log.parent.parent.name.removesuffix('.db')}.{log.parent.name}".lower()
             states[name] = _data_state(log, versions[-RECORD_LOOKBACK:])
     return states
+
+
+def _delta_logs(tables_root: Path) -> list[tuple[str, Path]]:
+    """``[("<schema>.<table>", log folder)]``, lower case and sorted, of the Delta tables in Spark's
+    warehouse folder ``tables_root`` (one ``<schema>.db/<table>/_delta_log`` each)."""
+    return [(f"{log.parent.parent.name.removesuffix('.db')}.{log.parent.name}".lower(), log) for log in sorted(tables_root.glob("*.db/*/_delta_log"))]
 
 
 def _data_state(log: Path, versions: list[int]) -> dict:
