@@ -44,7 +44,13 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # machine: 331 s against 327 s, and 415 machine CPU-seconds against 578, left to the other worker.
 # The workers' own JVMs live for the whole run and keep C2 (the ``spark`` fixture starts them with
 # TEST_JAVA_OPTIONS only): two C1-only workers had finished 11 of 19 tests when two default ones had
-# finished all 19. Every JVM of the tests, workers' and processes' alike, runs the parallel
+# finished all 19. Their C2 inlines less than Java's defaults (WORKER_INLINING): its compiles are
+# the JIT's largest cost, and the two workers share two cores, so a CPU-second one saves is one the
+# other gets. Delta's and Iceberg's invalidation and maintenance modules in one process each, with
+# and without it, side by side on the machine: 757 against 866 JVM CPU-seconds (plus 116 and 120 of
+# Python) for the same 22 tests, 1,000 s against 976 s (the default one had the larger share of
+# the cores); alone, C2 compiled less and its code ran slower, so a lone run's wall barely moved
+# (CHANGELOG.md, 2026-12-04). Every JVM of the tests, workers' and processes' alike, runs the parallel
 # collector instead of G1 (Java 17's default here): a test's builds are a batch job, and G1's
 # concurrent work and write barriers are CPU that the other worker needs. The Delta maintenance test
 # alone on the idle machine used 236-258 machine CPU-seconds (143-153 s) in two runs with it,
@@ -52,8 +58,10 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # workers and processes alike. (xdist's workers inherit the controller's environment, where this
 # line has already run: hence the comparison with the value, not a test of whether the variable is
 # set.)
-TEST_JAVA_OPTIONS = "-XX:+UseParallelGC"
-CHILD_JAVA_OPTIONS = f"{TEST_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
+GARBAGE_COLLECTOR = "-XX:+UseParallelGC"
+WORKER_INLINING = "-XX:MaxInlineLevel=6 -XX:InlineSmallCode=1000 -XX:FreqInlineSize=100"
+TEST_JAVA_OPTIONS = f"{GARBAGE_COLLECTOR} {WORKER_INLINING}"
+CHILD_JAVA_OPTIONS = f"{GARBAGE_COLLECTOR} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 CHILD_OPTIONS_ONLY = os.environ.setdefault("PAYLEDGER_JAVA_OPTIONS", CHILD_JAVA_OPTIONS) == CHILD_JAVA_OPTIONS
 # The one switch between the table formats: PAYLEDGER_FORMAT=delta or iceberg picks the default dbt
 # target (profiles.yml), the CLI's Spark session and the Thrift Server's format. Set when pytest
