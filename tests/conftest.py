@@ -48,16 +48,16 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # the JIT's largest cost, and the two workers share two cores, so a CPU-second one saves is one the
 # other gets. Delta's and Iceberg's invalidation and maintenance modules in one process each, with
 # and without it, side by side on the machine: 757 against 866 JVM CPU-seconds (plus 116 and 120 of
-# Python) for the same 22 tests, 1,000 s against 976 s (the default one had the larger share of
-# the cores); alone, C2 compiled less and its code ran slower, so a lone run's wall barely moved
-# (CHANGELOG.md, 2026-12-04). Every JVM of the tests, workers' and processes' alike, runs the parallel
-# collector instead of G1 (Java 17's default here): a test's builds are a batch job, and G1's
-# concurrent work and write barriers are CPU that the other worker needs. The Delta maintenance test
-# alone on the idle machine used 236-258 machine CPU-seconds (143-153 s) in two runs with it,
-# 265-299 (156-176 s) in four with G1. Any other PAYLEDGER_JAVA_OPTIONS, set by hand, applies to
-# workers and processes alike. (xdist's workers inherit the controller's environment, where this
-# line has already run: hence the comparison with the value, not a test of whether the variable is
-# set.)
+# Python) for the same 22 tests, 1,000 s against 976 s (the default one had the larger share of the
+# cores); alone, C2 compiled less and its code ran slower, so a lone run's wall barely moved. Less
+# inlining still was worse (CHANGELOG.md, 2026-12-04). Every JVM of the tests, workers' and
+# processes' alike, runs the parallel collector instead of G1 (Java 17's default here): a test's
+# builds are a batch job, and G1's concurrent work and write barriers are CPU that the other worker
+# needs. The Delta maintenance test alone on the idle machine used 236-258 machine CPU-seconds
+# (143-153 s) in two runs with it, 265-299 (156-176 s) in four with G1. Any other
+# PAYLEDGER_JAVA_OPTIONS, set by hand, applies to workers and processes alike. (xdist's workers
+# inherit the controller's environment, where this line has already run: hence the comparison with
+# the value, not a test of whether the variable is set.)
 GARBAGE_COLLECTOR = "-XX:+UseParallelGC"
 WORKER_INLINING = "-XX:MaxInlineLevel=6 -XX:InlineSmallCode=1000 -XX:FreqInlineSize=100"
 TEST_JAVA_OPTIONS = f"{GARBAGE_COLLECTOR} {WORKER_INLINING}"
