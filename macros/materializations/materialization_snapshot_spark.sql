@@ -50,14 +50,15 @@
     Private. Whether a run of the snapshot may be left out when it would change nothing: the table
     `target_relation` exists, and the snapshot has no hooks, grants, persisted docs,
     `dbt_valid_to_current` or hard deletes other than `ignore` (each of which dbt's materialization
-    applies on every run).
+    applies on every run; the hard-delete behaviour as dbt's strategies read it from the config,
+    `adapter.get_hard_deletes_behavior`).
 -#}
 {%- macro _snapshot_may_be_left_alone(target_relation) -%}
     {{ return(
         target_relation is not none and target_relation.is_table
         and not (pre_hooks or post_hooks or config.get('grants') or config.get('persist_docs')
-            or config.get('dbt_valid_to_current') or config.get('invalidate_hard_deletes'))
-        and config.get('hard_deletes') in (none, 'ignore')
+            or config.get('dbt_valid_to_current'))
+        and adapter.get_hard_deletes_behavior(model['config']) == 'ignore'
     ) }}
 {%- endmacro -%}
 
@@ -75,9 +76,6 @@
     {%- set strategy = strategy_dispatch(config.get('strategy'))(
         model, 'snapshotted_data', 'source_data', model['config'], true
     ) -%}
-    {%- if strategy.hard_deletes not in ('ignore', none) -%}
-        {{ return(false) }}
-    {%- endif -%}
     {%- set staged = snapshot_staging_table(strategy, sql, target_relation) -%}
     {%- set probe = run_query(
         'select * from (' ~ staged ~ ') as staged'
