@@ -1,9 +1,9 @@
 """The stored maxima run_watermarks takes from Delta logs (``payledger.stored_maxima``): the largest
 value of each whole-number column as the files' statistics give it, and nothing where they cannot
 say it (files without the column's statistics, tables with deletion vectors). And the tables' states
-the snapshot materialization reads: each table's data version and its commit time, and the
-snapshot inputs recorded on it only while no commit that changes data came after the record (logs written by ``deltalake``, whose
-commits name the same operations and actions as Spark's)."""
+the snapshot materialization reads: each table's data version and its commit time, and the snapshot
+inputs recorded on it only while no commit that changes data came after the record (logs written by
+``deltalake``, whose commits name the same operations and actions as Spark's)."""
 
 from __future__ import annotations
 
