@@ -7,14 +7,12 @@ test run was given (PAYLEDGER_FORMAT).
 from __future__ import annotations
 
 import json
-import re
 from decimal import Decimal
 
 import pytest
 
 from payledger.dbt import FULL_RECONCILIATION
 from payledger.formats import Commit, session_format, table_commits
-from payledger.history import published_explain
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
@@ -23,7 +21,6 @@ from tests.support import (
     BALANCE_VIEW_BASE,
     DATA_TESTS_SELECTION,
     BuiltState,
-    History,
     Landing,
     assert_canonical_files_in_bucket_order,
     event,
@@ -177,124 +174,6 @@ def test_snapshots_keep_history_across_changes_and_a_full_refresh(dbt, later_run
     assert [s["segment"] for s in segments] == ["retail", "travel"]
     # m1 is in travel (5%) from 2026-02-15, so the March release holds 5.00.
     assert view_rows(warehouse)[("m1", "USD")]["reserve_hold"] == Decimal("5.00")
-
-
-@pytest.mark.slow
-def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroactive_changes(dbt, warehouse):
-    history = History()
-    history.land_merchants(warehouse, [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01"), merchant("m3", "retail", "2026-01-01")])
-    history.land_policies(warehouse, [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-    history.land_events(
-        warehouse,
-        [
-            event("e1", "m1", "capture_settled", "200.00", "2026-03-01 10:00:00"),
-            event("e2", "m1", "funds_released", "200.00", "2026-03-03 10:00:00"),
-            event("e3", "m2", "capture_settled", "80.00", "2026-03-02 09:00:00", currency="EUR"),
-            event("e4", "m2", "funds_released", "80.00", "2026-03-04 09:00:00", currency="EUR"),
-            event("e5", "m3", "capture_settled", "33.33", "2026-03-05 09:00:00"),
-            event("e6", "m3", "funds_released", "33.33", "2026-04-05 09:00:00"),
-            event("e7", "m1", "payout_paid", "100.00", "2026-03-10 00:00:00"),
-            # JPY has no minor unit: m3's 10% hold on 105 is 10.5, rounded half up to 11 (half
-            # even would give 10). KWD and BHD have three: m2's 5% hold on KWD 12.345 is 0.61725,
-            # 0.617; on BHD 4.930 it is 0.2465, 0.247 half up (half even: 0.246).
-            event("j1", "m3", "capture_settled", "105", "2026-03-05 09:00:00", currency="JPY"),
-            event("j2", "m3", "funds_released", "105", "2026-04-05 09:00:00", currency="JPY"),
-            event("k1", "m2", "capture_settled", "12.345", "2026-03-02 09:00:00", currency="KWD"),
-            event("k2", "m2", "funds_released", "12.345", "2026-03-04 09:00:00", currency="KWD"),
-            event("h1", "m2", "capture_settled", "4.930", "2026-03-02 09:00:00", currency="BHD"),
-            event("h2", "m2", "funds_released", "4.930", "2026-03-04 09:00:00", currency="BHD"),
-        ],
-    )
-    dbt("build")
-    history.assert_view_matches(warehouse)
-    holds = {key: row["reserve_hold"] for key, row in view_rows(warehouse).items() if key[0] in ("m2", "m3")}
-    assert (holds[("m3", "JPY")], holds[("m2", "KWD")], holds[("m2", "BHD")]) == (Decimal("11"), Decimal("0.617"), Decimal("0.247")), holds
-
-    # The later builds run every data test, without the unit tests the first build ran.
-    # A new batch: new events, a late event, exact and conflicting duplicates, every kind of bad row.
-    history.land_events(
-        warehouse,
-        [
-            event("e8", "m1", "chargeback_opened", "50.00", "2026-04-01 00:00:00"),
-            event("e9", "m1", "chargeback_lost", "50.00", "2026-04-20 00:00:00"),
-            event("e10", "m2", "refund_posted", "5.55", "2026-02-20 00:00:00", currency="EUR"),  # late
-            event("e2", "m1", "funds_released", "200.00", "2026-03-03 10:00:00"),  # exact duplicate
-            event("e3", "m2", "capture_settled", "81.00", "2026-03-02 09:00:00", currency="EUR"),  # conflicting
-            event(None, "m1", "capture_settled", "1.00", "2026-04-01 00:00:00"),
-            event("b1", " ", "capture_settled", "1.00", "2026-04-01 00:00:00"),
-            event("b2", "m1", "capture_pending", "1.00", "2026-04-01 00:00:00"),
-            event("b3", "m1", "capture_settled", "0.00", "2026-04-01 00:00:00"),
-            event("b4", "m1", "capture_settled", "-1.00", "2026-04-01 00:00:00"),
-            event("b5", "m1", "capture_settled", None, "2026-04-01 00:00:00"),
-            event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="usd"),
-            event("b7", "m1", "capture_settled", "1.00", None),
-            event("b8", "m3", "capture_settled", "100.50", "2026-04-01 00:00:00", currency="JPY"),
-            event("b9", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00", currency="XYZ"),
-            # Land as sent (decimal(38,18)); no currency has five decimals, nor money_type 15 digits.
-            event("b10", "m1", "capture_settled", "1.23456", "2026-04-01 00:00:00"),
-            event("b11", "m1", "capture_settled", "123456789012345", "2026-04-01 00:00:00"),
-            event("e11", "m3", "reserve_released", "1.00", "2026-04-10 00:00:00"),
-            event("e12", "m3", "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
-            event("e13", "m3", "chargeback_won", "2.00", "2026-04-12 00:00:00"),
-            event("b6", "m1", "capture_settled", "1.00", "2026-04-01 00:00:00"),  # valid copy after an invalid one
-        ],
-    )
-    dbt("build", *DATA_TESTS_SELECTION)
-    history.assert_view_matches(warehouse)
-    landed = {r["event_id"]: r["amount"] for r in warehouse.rows("select event_id, amount from payledger_raw.payment_events where event_id in ('b10', 'b11')")}
-    assert landed == {"b10": Decimal("1.23456"), "b11": Decimal("123456789012345")}
-    reasons = {r["rejection_reason"] for r in warehouse.rows("select rejection_reason from payledger.payment_event_rejects")}
-    assert reasons == {
-        "missing_event_id",
-        "missing_merchant_id",
-        "unknown_event_type",
-        "invalid_amount",
-        "invalid_currency",
-        "unknown_currency",
-        "amount_precision",
-        "missing_event_time",
-        "exact_duplicate",
-        "conflicting_duplicate",
-    }
-
-    # Retroactive policy change for retail from 2026-03-15: only m3's April releases change (USD, JPY).
-    untouched = view_rows(warehouse)
-    history.land_policies(warehouse, [policy("retail", "0.2500", "2026-03-15")])
-    dbt("build", *DATA_TESTS_SELECTION)
-    history.assert_view_matches(warehouse)
-    after = view_rows(warehouse)
-    changed = {key for key in after if after[key] != untouched[key]}
-    assert changed == {("m3", "USD"), ("m3", "JPY")}, changed
-
-    # Segment move: m1 joins travel from 2026-03-02 (before its release on 03-03).
-    history.land_merchants(warehouse, [merchant("m1", "travel", "2026-03-02")])
-    dbt("build", *DATA_TESTS_SELECTION)
-    history.assert_view_matches(warehouse)
-
-    # payledger explain without a JVM posts every key's events in Python (payledger.postings): after
-    # the retroactive change and the move, its totals equal the view (the reference fold's) on every
-    # key, and its holds round as the models do (JPY 0, KWD and BHD 3 decimals, half up).
-    published = {key: published_explain(warehouse.warehouse, session_format(warehouse.spark), *key) for key in view_rows(warehouse)}
-    assert {key: e.differences() for key, e in published.items() if e.differences()} == {}
-    held = {(key, p["event_id"]): p["hold_amount"] for key, e in published.items() for p in e.postings if p["event_type"] == "funds_released"}
-    assert (held[("m2", "KWD"), "k2"], held[("m2", "BHD"), "h2"], held[("m3", "JPY"), "j2"]) == (Decimal("0.617"), Decimal("0.247"), Decimal("26")), held
-
-    # The example queries in the marts' descriptions (what dbt docs and dbt-score show) run as written.
-    examples = mart_examples(json.loads((dbt.artefacts / "target" / "manifest.json").read_text()))
-    assert set(examples) == {"merchant_balance_current", "payment_event_rejects", "balance_invalidations"}
-    for queries in examples.values():
-        assert queries
-        for query in queries:
-            warehouse.spark.sql(query).collect()  # raises on an unknown table, column or function
-
-
-def mart_examples(manifest: dict) -> dict[str, list[str]]:
-    """The ```sql blocks of each mart's description in a dbt manifest, by model name."""
-    return {
-        node["name"]: re.findall(r"```sql\n(.*?)```", node["description"], flags=re.DOTALL)
-        for node in manifest["nodes"].values()
-        if node["resource_type"] == "model" and node["fqn"][1] == "marts"
-    }
 
 
 def reconciliation_runs(warehouse) -> list[dict]:

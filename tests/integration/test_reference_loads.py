@@ -7,27 +7,39 @@ whatever its `updated_at` relative to the other table. After each build the view
 reference fold and only keys whose reference balance changed were rewritten.
 
 The four scenarios are lanes of one warehouse (``tests/histories.py``: each its own merchants and
-segments, named with its prefix), landed and built together, three builds in all (nine when each
-had a warehouse of its own): the first folds every lane's first deliveries; the second the
-same-instant next-day exports, the full export and the policy change that the lagging move comes
-after; the third that move alone. Each test checks its own lane at each build it is about; a
-``lane`` filter where a check would otherwise read another lane's rows.
+segments, named with its prefix), landed and built together with a fifth, the fold test's: four
+builds in all (thirteen when each had a warehouse of its own). The first folds every lane's first
+deliveries; the second the same-instant next-day exports, the full export and the policy change
+that the lagging move comes after; the third that move; the fourth only the fold lane's last
+change. Each test checks its own lane at each build it is about; a ``lane`` filter (or its
+opposite, ``outside``) where a check would otherwise read another lane's rows.
+
+The fold lane (``FOLD``): events of every kind, a late event, exact and conflicting duplicates,
+every kind of bad row, currencies of zero and three decimals; then a retroactive policy change
+(in the third build, beside the move) and a segment move (the fourth, which leaves every other
+lane as it was). The builds run as `dbt build` does: the first with every dbt test, the others
+with every data test (``DATA_TESTS_SELECTION``), for every lane.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
+import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from payledger.formats import session_format
+from payledger.history import published_explain
 from payledger.warehouse import AUDIT, CHECKPOINT, drop_project_schemas
-from tests.support import History, Landing, event, in_lane, merchant, policy, rejects_of, rewritten, view_rows
+from tests.support import DATA_TESTS_SELECTION, History, Landing, event, in_lane, merchant, policy, rejects_of, rewritten, view_rows
 
-# One worker builds the lanes once (a module fixture, three builds: minutes) and runs the four
-# tests on them; as a group they are scheduled with the long tests.
+# One worker builds the lanes once (a module fixture, four builds: minutes) and runs the module's
+# five tests on them; as a group they are scheduled with the long tests.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("reference_loads")]
 
 SNAPSHOTS = {
@@ -41,6 +53,8 @@ SNAPSHOT_LANE_COLUMN = {"reserve_policies": "segment", "merchants": "merchant_id
 SAME_INSTANT = {"reserve_policies": "sp-", "merchants": "sm-"}
 FULL_EXPORT = "fx-"
 MOVE = "mv-"
+#: The fold test's lane.
+FOLD = "fo-"
 
 
 def land(history: History, warehouse, kind: str, rows: list[dict]) -> int:
@@ -65,6 +79,11 @@ def changed_keys(before: dict, after: dict) -> set[tuple[str, str]]:
     return {key for key in after if before.get(key) != after[key]}
 
 
+def outside(rows: dict[tuple[str, str], object], lane: str) -> dict[tuple[str, str], object]:
+    """The entries (by (merchant_id, currency) key) of every lane but ``lane``."""
+    return {key: row for key, row in rows.items() if not key[0].startswith(lane)}
+
+
 @dataclass
 class Build:
     """One build of the lanes: its invocation, what it left, and the history it built."""
@@ -86,8 +105,9 @@ class Build:
         return in_lane(self.history.expected(), lane)
 
     def lane_slices(self, lane: str) -> set[tuple[str, str]]:
-        """The audit's (cause, segment or merchant_id) slices of this build in the lane."""
-        return {s for s in self.slices if s[1].startswith(lane)}
+        """The audit's (cause, segment or merchant_id) slices of this build in the lane (a slice of
+        new events may name neither: no lane's)."""
+        return {s for s in self.slices if (s[1] or "").startswith(lane)}
 
     def snapshot_versions(self, kind: str, lane: str) -> int:
         """Rows (versions, open and closed) of one lane in the snapshot of ``kind``."""
@@ -96,18 +116,21 @@ class Build:
 
 @dataclass
 class Lanes:
-    """The three builds of the lanes, the full export's rows written per file, the sources'
-    freshness before build 2 and the replay plan before build 3."""
+    """The four builds of the lanes, the full export's rows written per file, the sources'
+    freshness before build 2, the replay plan before build 3, and the warehouse they were built in
+    (the fold test reads it after the last build)."""
 
+    warehouse: Landing
     builds: list[Build] = field(default_factory=list)
     landed: dict[str, int] = field(default_factory=dict)
     freshness: dict[str, str] = field(default_factory=dict)
     plan: list[dict] = field(default_factory=list)
 
 
-def build(dbt, warehouse, history: History) -> Build:
-    """A scenario build, and what it left (nothing asserted here: the tests do, lane by lane)."""
-    run = dbt.scenario_build()
+def build(dbt, warehouse, history: History, *selection: str) -> Build:
+    """``dbt build`` (with every test the ``selection`` leaves in), and what it left (nothing
+    asserted here: the tests do, lane by lane)."""
+    run = dbt("build", *selection)
     audit = warehouse.rows(f"select cause, segment, merchant_id from {AUDIT} where invocation_id = '{run.invocation_id}'")
     return Build(
         invocation_id=run.invocation_id,
@@ -149,14 +172,77 @@ def full_export(day: int) -> dict[str, list[dict]]:
     return {"merchants": merchant_rows, "reserve_policies": policy_rows}
 
 
+def fold_reference_data() -> dict[str, list[dict]]:
+    """The fold lane's merchants (m1 and m3 in retail, m2 in travel) and policies (retail 10%,
+    travel 5%), from 2026-01-01."""
+    return {
+        "merchants": [
+            merchant(f"{FOLD}m1", f"{FOLD}retail", "2026-01-01"),
+            merchant(f"{FOLD}m2", f"{FOLD}travel", "2026-01-01"),
+            merchant(f"{FOLD}m3", f"{FOLD}retail", "2026-01-01"),
+        ],
+        "reserve_policies": [policy(f"{FOLD}retail", "0.1000", "2026-01-01"), policy(f"{FOLD}travel", "0.0500", "2026-01-01")],
+    }
+
+
+def fold_events(batch: int) -> list[dict]:
+    """The fold lane's events: batch 1, captures and releases in USD, EUR, JPY, KWD and BHD and a
+    payout; batch 2, new events, a late event, exact and conflicting duplicates of batch 1's and
+    every kind of bad row."""
+    m1, m2, m3 = (f"{FOLD}m{i}" for i in (1, 2, 3))
+    if batch == 1:
+        return [
+            event(f"{FOLD}e1", m1, "capture_settled", "200.00", "2026-03-01 10:00:00"),
+            event(f"{FOLD}e2", m1, "funds_released", "200.00", "2026-03-03 10:00:00"),
+            event(f"{FOLD}e3", m2, "capture_settled", "80.00", "2026-03-02 09:00:00", currency="EUR"),
+            event(f"{FOLD}e4", m2, "funds_released", "80.00", "2026-03-04 09:00:00", currency="EUR"),
+            event(f"{FOLD}e5", m3, "capture_settled", "33.33", "2026-03-05 09:00:00"),
+            event(f"{FOLD}e6", m3, "funds_released", "33.33", "2026-04-05 09:00:00"),
+            event(f"{FOLD}e7", m1, "payout_paid", "100.00", "2026-03-10 00:00:00"),
+            # JPY has no minor unit: m3's 10% hold on 105 is 10.5, rounded half up to 11 (half
+            # even would give 10). KWD and BHD have three: m2's 5% hold on KWD 12.345 is 0.61725,
+            # 0.617; on BHD 4.930 it is 0.2465, 0.247 half up (half even: 0.246).
+            event(f"{FOLD}j1", m3, "capture_settled", "105", "2026-03-05 09:00:00", currency="JPY"),
+            event(f"{FOLD}j2", m3, "funds_released", "105", "2026-04-05 09:00:00", currency="JPY"),
+            event(f"{FOLD}k1", m2, "capture_settled", "12.345", "2026-03-02 09:00:00", currency="KWD"),
+            event(f"{FOLD}k2", m2, "funds_released", "12.345", "2026-03-04 09:00:00", currency="KWD"),
+            event(f"{FOLD}h1", m2, "capture_settled", "4.930", "2026-03-02 09:00:00", currency="BHD"),
+            event(f"{FOLD}h2", m2, "funds_released", "4.930", "2026-03-04 09:00:00", currency="BHD"),
+        ]
+    return [
+        event(f"{FOLD}e8", m1, "chargeback_opened", "50.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}e9", m1, "chargeback_lost", "50.00", "2026-04-20 00:00:00"),
+        event(f"{FOLD}e10", m2, "refund_posted", "5.55", "2026-02-20 00:00:00", currency="EUR"),  # late
+        event(f"{FOLD}e2", m1, "funds_released", "200.00", "2026-03-03 10:00:00"),  # exact duplicate
+        event(f"{FOLD}e3", m2, "capture_settled", "81.00", "2026-03-02 09:00:00", currency="EUR"),  # conflicting
+        event(None, m1, "capture_settled", "1.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b1", " ", "capture_settled", "1.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b2", m1, "capture_pending", "1.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b3", m1, "capture_settled", "0.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b4", m1, "capture_settled", "-1.00", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b5", m1, "capture_settled", None, "2026-04-01 00:00:00"),
+        event(f"{FOLD}b6", m1, "capture_settled", "1.00", "2026-04-01 00:00:00", currency="usd"),
+        event(f"{FOLD}b7", m1, "capture_settled", "1.00", None),
+        event(f"{FOLD}b8", m3, "capture_settled", "100.50", "2026-04-01 00:00:00", currency="JPY"),
+        event(f"{FOLD}b9", m1, "capture_settled", "1.00", "2026-04-01 00:00:00", currency="XYZ"),
+        # Land as sent (decimal(38,18)); no currency has five decimals, nor money_type 15 digits.
+        event(f"{FOLD}b10", m1, "capture_settled", "1.23456", "2026-04-01 00:00:00"),
+        event(f"{FOLD}b11", m1, "capture_settled", "123456789012345", "2026-04-01 00:00:00"),
+        event(f"{FOLD}e11", m3, "reserve_released", "1.00", "2026-04-10 00:00:00"),
+        event(f"{FOLD}e12", m3, "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
+        event(f"{FOLD}e13", m3, "chargeback_won", "2.00", "2026-04-12 00:00:00"),
+        event(f"{FOLD}b6", m1, "capture_settled", "1.00", "2026-04-01 00:00:00"),  # valid copy after an invalid one
+    ]
+
+
 @pytest.fixture(scope="module")
 def lanes(spark, dbt, tmp_path_factory) -> Lanes:
-    """The four lanes landed and built three times in an empty warehouse, once per worker."""
+    """The five lanes landed and built four times in an empty warehouse, once per worker."""
     drop_project_schemas(spark)
     warehouse = Landing(spark, tmp_path_factory.mktemp("reference-loads"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
-    history, lanes = History(), Lanes()
+    history, lanes = History(), Lanes(warehouse)
 
-    # Build 1: every lane's first deliveries.
+    # Build 1: every lane's first deliveries, with every dbt test.
     for first, lane in SAME_INSTANT.items():
         exports = same_instant_exports(lane, day=1)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
@@ -180,10 +266,15 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
         [policy(f"{MOVE}retail", "0.1000", "2026-01-01", "2026-09-01 00:00:00"), policy(f"{MOVE}travel", "0.0500", "2026-01-01", "2026-09-01 00:00:00")],
     )
     history.land_events(warehouse, releases(moving))
+    fold = fold_reference_data()
+    history.land_merchants(warehouse, fold["merchants"])
+    history.land_policies(warehouse, fold["reserve_policies"])
+    history.land_events(warehouse, fold_events(batch=1))
     lanes.builds.append(build(dbt, warehouse, history))
 
-    # Build 2: the next day's same-instant exports, the full export, and the move lane's policy
-    # change (folded here, a build before the move that is stamped earlier).
+    # Build 2 (and the later ones: every data test): the next day's same-instant exports, the full
+    # export, the move lane's policy change (folded here, a build before the move that is stamped
+    # earlier), and the fold lane's second batch.
     for first, lane in SAME_INSTANT.items():
         exports = same_instant_exports(lane, day=2)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
@@ -195,13 +286,21 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
     freshness = dbt("source", "freshness")
     lanes.freshness = {uid.split(".")[-1]: str(result.status) for uid, result in freshness.nodes.items()}
     land(history, warehouse, "reserve_policies", [policy(f"{MOVE}retail", "0.2000", "2026-04-01", "2026-11-10 00:00:00")])
-    lanes.builds.append(build(dbt, warehouse, history))
+    history.land_events(warehouse, fold_events(batch=2))
+    lanes.builds.append(build(dbt, warehouse, history, *DATA_TESTS_SELECTION))
 
     # Build 3: the merchant service's clock lags risk ops': its move is stamped before the policy
-    # change folded by build 2.
+    # change folded by build 2. Beside it, the fold lane's retroactive policy change: retail's
+    # reserve 25% from 2026-03-15.
     land(history, warehouse, "merchants", [merchant(f"{MOVE}t1", f"{MOVE}retail", "2026-03-01", "2026-11-05 00:00:00")])
+    history.land_policies(warehouse, [policy(f"{FOLD}retail", "0.2500", "2026-03-15")])
     lanes.plan = dbt("run-operation", "balance_replay_plan").logged_json("PLAN_JSON")
-    lanes.builds.append(build(dbt, warehouse, history))
+    lanes.builds.append(build(dbt, warehouse, history, *DATA_TESTS_SELECTION))
+
+    # Build 4: the fold lane's segment move, m1 to travel from 2026-03-02 (before its release on
+    # 03-03).
+    history.land_merchants(warehouse, [merchant(f"{FOLD}m1", f"{FOLD}travel", "2026-03-02")])
+    lanes.builds.append(build(dbt, warehouse, history, *DATA_TESTS_SELECTION))
     return lanes
 
 
@@ -239,10 +338,77 @@ def test_a_full_daily_export_rewrites_only_what_changed(lanes):
 
 
 def test_a_merchant_move_older_than_a_folded_policy_change_is_replayed(lanes):
-    two, three = lanes.builds[1:]
+    two, three = lanes.builds[1:3]
     two.assert_lane_matches(MOVE)
-    # The plan before build 3 holds the move alone (the other lanes' changes were folded by build 2).
-    assert [(p["cause"], p["merchants"]) for p in lanes.plan] == [("segment_change", 1)], lanes.plan
+    # The plan before build 3 holds the move alone (the other lanes' changes were folded by build
+    # 2; the fold lane's policy change, in the plan too, is the fold test's).
+    plan = [(p["cause"], p["merchants"]) for p in lanes.plan if FOLD not in p["predicate"]]
+    assert plan == [("segment_change", 1)], lanes.plan
     three.assert_lane_matches("")  # every lane: the move's build leaves the others as they were
-    assert rewritten(two.view, three.view) == changed_keys(two.expected(), three.expected()) == {(f"{MOVE}t1", "USD")}
-    assert three.slices == {("segment_change", f"{MOVE}t1")}
+    moved = rewritten(outside(two.view, FOLD), outside(three.view, FOLD))
+    assert moved == changed_keys(outside(two.expected(), FOLD), outside(three.expected(), FOLD)) == {(f"{MOVE}t1", "USD")}
+    assert {s for s in three.slices if not (s[1] or "").startswith(FOLD)} == {("segment_change", f"{MOVE}t1")}
+
+
+def mart_examples(manifest: dict) -> dict[str, list[str]]:
+    """The ```sql blocks of each mart's description in a dbt manifest, by model name."""
+    return {
+        node["name"]: re.findall(r"```sql\n(.*?)```", node["description"], flags=re.DOTALL)
+        for node in manifest["nodes"].values()
+        if node["resource_type"] == "model" and node["fqn"][1] == "marts"
+    }
+
+
+def test_view_equals_the_fold_after_late_events_duplicates_bad_rows_and_retroactive_changes(lanes, dbt):
+    one, two, three, four = lanes.builds
+    warehouse = lanes.warehouse
+    one.assert_lane_matches(FOLD)
+    holds = {key: row["reserve_hold"] for key, row in one.view.items() if key[0] in (f"{FOLD}m2", f"{FOLD}m3")}
+    assert (holds[(f"{FOLD}m3", "JPY")], holds[(f"{FOLD}m2", "KWD")], holds[(f"{FOLD}m2", "BHD")]) == (Decimal("11"), Decimal("0.617"), Decimal("0.247")), holds
+
+    # The new batch: new events, a late event, exact and conflicting duplicates, every kind of bad
+    # row (the other lanes' events are all accepted).
+    two.assert_lane_matches(FOLD)
+    landed = {
+        r["event_id"]: r["amount"]
+        for r in warehouse.rows(f"select event_id, amount from payledger_raw.payment_events where event_id in ('{FOLD}b10', '{FOLD}b11')")
+    }
+    assert landed == {f"{FOLD}b10": Decimal("1.23456"), f"{FOLD}b11": Decimal("123456789012345")}
+    assert set(two.rejects.values()) == {
+        "missing_event_id",
+        "missing_merchant_id",
+        "unknown_event_type",
+        "invalid_amount",
+        "invalid_currency",
+        "unknown_currency",
+        "amount_precision",
+        "missing_event_time",
+        "exact_duplicate",
+        "conflicting_duplicate",
+    }
+
+    # The retroactive policy change for retail from 2026-03-15: only m3's April releases change (USD, JPY).
+    three.assert_lane_matches(FOLD)
+    assert rewritten(in_lane(two.view, FOLD), in_lane(three.view, FOLD)) == {(f"{FOLD}m3", "USD"), (f"{FOLD}m3", "JPY")}
+
+    # The segment move, in a build of its own: no other lane's row is written.
+    four.assert_lane_matches("")
+    assert rewritten(outside(three.view, FOLD), outside(four.view, FOLD)) == set()
+    assert rewritten(in_lane(three.view, FOLD), in_lane(four.view, FOLD)), "the move should change m1's holds"
+
+    # payledger explain without a JVM posts every key's events in Python (payledger.postings): after
+    # the retroactive change and the move, its totals equal the view (the reference fold's) on every
+    # key, and its holds round as the models do (JPY 0, KWD and BHD 3 decimals, half up).
+    published = {key: published_explain(warehouse.warehouse, session_format(warehouse.spark), *key) for key in in_lane(four.view, FOLD)}
+    assert {key: e.differences() for key, e in published.items() if e.differences()} == {}
+    held = {(key, p["event_id"]): p["hold_amount"] for key, e in published.items() for p in e.postings if p["event_type"] == "funds_released"}
+    rounded = (held[(f"{FOLD}m2", "KWD"), f"{FOLD}k2"], held[(f"{FOLD}m2", "BHD"), f"{FOLD}h2"], held[(f"{FOLD}m3", "JPY"), f"{FOLD}j2"])
+    assert rounded == (Decimal("0.617"), Decimal("0.247"), Decimal("26")), held
+
+    # The example queries in the marts' descriptions (what dbt docs and dbt-score show) run as written.
+    examples = mart_examples(json.loads((dbt.artefacts / "target" / "manifest.json").read_text()))
+    assert set(examples) == {"merchant_balance_current", "payment_event_rejects", "balance_invalidations"}
+    for queries in examples.values():
+        assert queries
+        for query in queries:
+            warehouse.spark.sql(query).collect()  # raises on an unknown table, column or function
