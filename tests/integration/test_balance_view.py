@@ -1,7 +1,9 @@
-"""The balance view end to end: incremental MERGE commits, snapshots, reconciliation, rejects.
+"""The balance view end to end: incremental MERGE commits, snapshots, reconciliation, full refresh.
 
 Every test builds the real project with dbt against the embedded Spark warehouse, in the format the
-test run was given (PAYLEDGER_FORMAT).
+test run was given (PAYLEDGER_FORMAT). The view against the reference fold after late events,
+duplicates, every kind of bad row and retroactive changes: the fold lane of
+``test_reference_loads.py``.
 """
 
 from __future__ import annotations
