@@ -114,7 +114,6 @@ def test_a_parse_kept_from_one_format_is_not_reused_for_the_other(tmp_path, monk
             parsed = subprocess.run(
                 [executable("dbt"), "parse", "--project-dir", ".", "--profiles-dir", "profiles", "--target-path", str(target)],
                 cwd=ROOT,
-                env=dict(os.environ),
                 capture_output=True,
                 text=True,
                 timeout=300,
