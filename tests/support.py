@@ -62,9 +62,10 @@ class DbtProject:
         run_results.json)
         and the unit tests (their input does not depend on the scenario). Seeds, snapshots and
         models build as in ``dbt build``; the singular tests (reconciliation, conservation, every
-        event accepted or rejected) still run. Scenario tests use it; the differential and fold
-        tests run the whole ``dbt build`` (after their first build without the unit tests,
-        ``DATA_TESTS_SELECTION``), so every generic test runs on every history they draw.
+        event accepted or rejected) still run. Scenario tests use it; the differential and
+        reference-load tests build with every data test (``DATA_TESTS_SELECTION``), so every
+        generic test runs on every history they draw, and one differential example runs the unit
+        tests too, once per format.
         ``view_rows`` checks the view's key is unique."""
         return self("build", *SCENARIO_SELECTION, *args, check=check)
 
@@ -410,11 +411,21 @@ def seed_reference_data(warehouse: Landing) -> None:
 
 def build_balance_view_base(dbt: DbtProject, warehouse: Landing) -> None:
     """The state several balance-view tests and the docs site start from: m1 (retail 10%)
-    released 100.00 in March, m2 (travel 5%) captured 7.00; built (``scenario_build``)."""
+    released 100.00 in March, m2 (travel 5%) captured 7.00; x0 (travel) captured 1.00 USD and
+    10.00 EUR, x1-x11 (no segment) 1.00 USD each, so that each data file of the view holds several
+    rows and a merchant has a second currency (tests change m1 and m2 alone); built
+    (``scenario_build``)."""
     seed_reference_data(warehouse)
+    warehouse.load("merchants", [merchant("x0", "travel", "2026-01-01")])
+    others = [event(f"o{i}", f"x{i}", "capture_settled", "1.00", "2026-03-01 09:00:00") for i in range(12)]
     warehouse.load(
         "payment_events",
-        [event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"), event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00")],
+        [
+            event("e1", "m1", "funds_released", "100.00", "2026-03-01 10:00:00"),
+            event("c2", "m2", "capture_settled", "7.00", "2026-03-01 10:00:00"),
+            event("o12", "x0", "capture_settled", "10.00", "2026-03-01 12:00:00", currency="EUR"),
+            *others,
+        ],
     )
     dbt.scenario_build()
 

@@ -570,8 +570,10 @@ class IcebergFormat(TableFormat):
         return [row[0] for row in spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at").collect()]
 
     def current_version(self, spark, table: str) -> int:
-        ids = self._snapshot_ids(spark, table)
-        return ids[-1] if ids else -1
+        """The table's current snapshot (Java API, no Spark job): after a rollback
+        (``set_current_snapshot``, ``rollback_to_snapshot``) an earlier one than the newest."""
+        current = self.table(spark, table).currentSnapshot()
+        return -1 if current is None else int(current.snapshotId())
 
     def commits_since(self, spark, table: str, version: int | None) -> int:
         ids = self._snapshot_ids(spark, table)

@@ -1,7 +1,8 @@
 """The balance view end to end: incremental MERGE commits, snapshots, reconciliation, full refresh.
 
 Every test builds the real project with dbt against the embedded Spark warehouse, in the format the
-test run was given (PAYLEDGER_FORMAT). The view against the reference fold after late events,
+test run was given (PAYLEDGER_FORMAT), from one built state (``base``: ``build_balance_view_base``,
+built once per worker and format). The view against the reference fold after late events,
 duplicates, every kind of bad row and retroactive changes: the fold lane of
 ``test_reference_loads.py``.
 """
@@ -14,7 +15,7 @@ from decimal import Decimal
 import pytest
 
 from payledger.dbt import FULL_RECONCILIATION
-from payledger.formats import Commit, session_format, table_commits
+from payledger.formats import Commit, session_format, session_table_format, table_commits
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
@@ -28,7 +29,6 @@ from tests.support import (
     event,
     merchant,
     policy,
-    seed_reference_data,
     view_rows,
 )
 
@@ -51,51 +51,50 @@ BASE = BALANCE_VIEW_BASE
 
 @pytest.mark.both_formats
 @pytest.mark.slow
-def test_second_run_is_a_merge_commit_on_the_same_table(dbt, warehouse):
-    seed_reference_data(warehouse)
-    # Enough keys that each data file of the view holds several rows: a MERGE that changes one row
-    # then deletes it in place instead of dropping a whole one-row file.
-    others = [event(f"o{i}", f"x{i}", "capture_settled", "1.00", "2026-03-01 09:00:00") for i in range(12)]
-    warehouse.load(
-        "payment_events",
-        [
-            event("e1", "m1", "capture_settled", "100.00", "2026-03-01 10:00:00"),
-            event("e2", "m2", "capture_settled", "50.00", "2026-03-01 11:00:00"),
-            event("e3", "m1", "capture_settled", "10.00", "2026-03-01 12:00:00", currency="EUR"),
-            *others,
-        ],
-    )
-    first = dbt.scenario_build()
+@BASE
+def test_second_run_is_a_merge_commit_on_the_same_table(dbt, base):
+    """On the base state (built by one run; each data file of the view holds several rows), a run
+    that changes one key of x0, which has rows in two currencies."""
+    warehouse = base
     before = view_rows(warehouse)
     first_snapshots = view_snapshots(warehouse)
-    assert len(before) == 3 + len(others)
+    head = current_version(warehouse, VIEW)
 
-    warehouse.load("payment_events", [event("e4", "m1", "funds_released", "100.00", "2026-03-03 10:00:00")])
+    warehouse.load("payment_events", [event("e4", "x0", "funds_released", "100.00", "2026-03-03 10:00:00")])
     second = dbt.scenario_build()
     after = view_rows(warehouse)
     snapshots = view_snapshots(warehouse)
 
-    # Same table, linear history: the second run added one MERGE commit made on the first run's.
+    # Same table, linear history: the run added one MERGE commit made on the table's current one.
     assert snapshots[: len(first_snapshots)] == first_snapshots, "earlier commits were lost: table replaced"
     new = snapshots[len(first_snapshots) :]
     assert len(new) == 1, f"one commit per incremental run expected, got {len(new)}"
-    assert new[0].parent == first_snapshots[-1].version
+    assert new[0].parent == head
     assert new[0].kind == "merge", new[0]
     # Merge-on-read MERGE: one changed row written, its old version deleted in place (Delta deletion
-    # vector, Iceberg position delete); the untouched rows stay put.
+    # vector, Iceberg position delete); the untouched rows stay put, x0's EUR row among them.
     assert new[0].rows_written == 1, new[0]
     assert new[0].deletes_in_place >= 1, new[0]
-    assert after[("m1", "USD")]["written_by_invocation_id"] != before[("m1", "USD")]["written_by_invocation_id"]
-    for key in [key for key in before if key != ("m1", "USD")]:
+    changed = ("x0", "USD")
+    assert ("x0", "EUR") in before and len(before) > 12
+    assert after[changed]["written_by_invocation_id"] != before[changed]["written_by_invocation_id"]
+    for key in [key for key in before if key != changed]:
         assert after[key] == before[key], f"{key} was rewritten although none of its input changed"
-    assert after[("m1", "USD")]["available_balance"] == Decimal("90.00")
-    assert after[("m1", "USD")]["reserve_hold"] == Decimal("10.00")
-    assert first.success and second.success
+    # x0 is in travel (5%): the release of 100.00 makes 95.00 available and holds 5.00.
+    moved = {column: after[changed][column] - before[changed][column] for column in ("available_balance", "pending_balance", "reserve_hold")}
+    assert moved == {"available_balance": Decimal("95.00"), "pending_balance": Decimal("-100.00"), "reserve_hold": Decimal("5.00")}
+    assert second.success
 
     # A build with nothing new writes no row, with deletes beside the view's files.
     dbt.scenario_build()
     assert view_rows(warehouse) == after
     assert view_snapshots(warehouse) == snapshots, "an idle build committed to the view"
+
+
+def current_version(warehouse, table: str) -> int:
+    """The table's current version (Delta version, Iceberg snapshot id): on Iceberg not always the
+    newest of its commits, since restoring a saved state makes an earlier snapshot current."""
+    return session_table_format(warehouse.spark).current_version(warehouse.spark, table)
 
 
 INCREMENTAL_TABLES = (
@@ -109,12 +108,12 @@ INCREMENTAL_TABLES = (
 )
 
 
-def build_later_run(dbt, warehouse) -> dict[str, list[Commit]]:
+def build_later_run(dbt, warehouse) -> dict[str, tuple[list[Commit], int]]:
     """On ``build_balance_view_base``'s state, something for every model and snapshot to write:
     events (one bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved
-    to retail from February 15th; built. Returns each incremental table's commits before that
-    build."""
-    before = {table: table_commits(warehouse.spark, table) for table in INCREMENTAL_TABLES}
+    to retail from February 15th; built. Returns each incremental table's commits and current
+    version before that build."""
+    before = {table: (table_commits(warehouse.spark, table), current_version(warehouse, table)) for table in INCREMENTAL_TABLES}
     warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m2", "retail", "2026-02-15")])
@@ -138,15 +137,15 @@ def test_later_runs_of_every_incremental_model_and_snapshot_commit_in_place(late
     it appended are stored in bucket order, as the first build's are."""
     warehouse = later_run_state.restored()
     before = later_run_state.result
-    assert all(before.values()), before
-    for table, earlier in before.items():
+    assert all(earlier for earlier, _ in before.values()), before
+    for table, (earlier, head) in before.items():
         commits = table_commits(warehouse.spark, table)
         assert commits[: len(earlier)] == earlier, f"{table}: earlier commits lost or rewritten"
         new = commits[len(earlier) :]
         assert new, f"{table}: the second run wrote nothing"
         written = {commit.kind for commit in new} - {"properties"}
         assert written and written <= {"merge", "append"}, f"{table}: {[(c.operation, c.kind) for c in new]}"
-        assert new[0].parent == earlier[-1].version, f"{table}: the new commit is not made on the last one"
+        assert new[0].parent == head, f"{table}: the new commit is not made on the current one"
     assert_canonical_files_in_bucket_order(warehouse)
 
 
@@ -158,10 +157,10 @@ def test_snapshots_keep_history_across_changes_and_a_full_refresh(dbt, later_run
     warehouse = later_run_state.restored()
     # An idle re-run adds and closes no version: test_invalidation.py's idle-build test (no commit
     # on either snapshot). The next changes are captured by the full refresh's build: dbt runs
-    # snapshots in it as in any build (they have no full refresh), with every dbt test.
+    # snapshots in it as in any build (they have no full refresh), with every data test.
     warehouse.load("reserve_policies", [policy("retail", "0.3000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m1", "travel", "2026-02-15")])
-    dbt("build", "--full-refresh", "--vars", '{"allow_full_refresh": true}')
+    dbt("build", *DATA_TESTS_SELECTION, "--full-refresh", "--vars", '{"allow_full_refresh": true}')
     warehouse.load("reserve_policies", [policy("retail", "0.4000", "2026-02-01")])
     dbt.scenario_build()  # after the full refresh, snapshots still close and add versions
 
