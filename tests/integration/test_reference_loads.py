@@ -17,8 +17,8 @@ opposite, ``outside``) where a check would otherwise read another lane's rows.
 The fold lane (``FOLD``): events of every kind, a late event, exact and conflicting duplicates,
 every kind of bad row, currencies of zero and three decimals; then a retroactive policy change
 (in the third build, beside the move) and a segment move (the fourth, which leaves every other
-lane as it was). The builds run as `dbt build` does: the first with every dbt test, the others
-with every data test (``DATA_TESTS_SELECTION``), for every lane.
+lane as it was). Every build runs every data test (``DATA_TESTS_SELECTION``), for every lane; the
+unit tests, which read their given rows and not the warehouse, run in the differential test.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
     warehouse = Landing(spark, tmp_path_factory.mktemp("reference-loads"), Path(os.environ["PAYLEDGER_WAREHOUSE"]))
     history, lanes = History(), Lanes(warehouse)
 
-    # Build 1: every lane's first deliveries, with every dbt test.
+    # Build 1: every lane's first deliveries.
     for first, lane in SAME_INSTANT.items():
         exports = same_instant_exports(lane, day=1)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
@@ -274,11 +274,11 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
     history.land_merchants(warehouse, fold["merchants"])
     history.land_policies(warehouse, fold["reserve_policies"])
     history.land_events(warehouse, fold_events(batch=1))
-    lanes.builds.append(build(dbt, warehouse, history))
+    lanes.builds.append(build(dbt, warehouse, history, *DATA_TESTS_SELECTION))
 
-    # Build 2 (and the later ones: every data test): the next day's same-instant exports, the full
-    # export, the move lane's policy change (folded here, a build before the move that is stamped
-    # earlier), and the fold lane's second batch.
+    # Build 2: the next day's same-instant exports, the full export, the move lane's policy change
+    # (folded here, a build before the move that is stamped earlier), and the fold lane's second
+    # batch.
     for first, lane in SAME_INSTANT.items():
         exports = same_instant_exports(lane, day=2)
         for kind in (first, "merchants" if first == "reserve_policies" else "reserve_policies"):
