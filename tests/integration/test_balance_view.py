@@ -15,7 +15,8 @@ from decimal import Decimal
 import pytest
 
 from payledger.dbt import FULL_RECONCILIATION
-from payledger.formats import Commit, session_format, session_table_format, table_commits
+from payledger.formats import Commit, session_format, table_commits
+from payledger.maintain import current_version
 from payledger.publish import read_document
 from payledger.reconcile import reconcile
 from payledger.spark import project_vars
@@ -58,7 +59,8 @@ def test_second_run_is_a_merge_commit_on_the_same_table(dbt, base):
     warehouse = base
     before = view_rows(warehouse)
     first_snapshots = view_snapshots(warehouse)
-    head = current_version(warehouse, VIEW)
+    # On Iceberg not always the newest commit listed: restoring the base made an earlier one current.
+    head = current_version(warehouse.spark, VIEW)
 
     warehouse.load("payment_events", [event("e4", "x0", "funds_released", "100.00", "2026-03-03 10:00:00")])
     second = dbt.scenario_build()
@@ -91,12 +93,6 @@ def test_second_run_is_a_merge_commit_on_the_same_table(dbt, base):
     assert view_snapshots(warehouse) == snapshots, "an idle build committed to the view"
 
 
-def current_version(warehouse, table: str) -> int:
-    """The table's current version (Delta version, Iceberg snapshot id): on Iceberg not always the
-    newest of its commits, since restoring a saved state makes an earlier snapshot current."""
-    return session_table_format(warehouse.spark).current_version(warehouse.spark, table)
-
-
 INCREMENTAL_TABLES = (
     "payledger_intermediate.int_payment_events_classified",
     "payledger.payment_event_rejects",
@@ -113,7 +109,7 @@ def build_later_run(dbt, warehouse) -> dict[str, tuple[list[Commit], int]]:
     events (one bad), retail's reserve raised to 20% from February 1st (a policy change), m2 moved
     to retail from February 15th; built. Returns each incremental table's commits and current
     version before that build."""
-    before = {table: (table_commits(warehouse.spark, table), current_version(warehouse, table)) for table in INCREMENTAL_TABLES}
+    before = {table: (table_commits(warehouse.spark, table), current_version(warehouse.spark, table)) for table in INCREMENTAL_TABLES}
     warehouse.load("payment_events", [event("e2", "m2", "funds_released", "50.00", "2026-03-02 10:00:00"), event("e3", "m2", "payout_paid", "-1.00", None)])
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-02-01")])
     warehouse.load("merchants", [merchant("m2", "retail", "2026-02-15")])
