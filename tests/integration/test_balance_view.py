@@ -59,7 +59,7 @@ def test_second_run_is_a_merge_commit_on_the_same_table(dbt, base):
     warehouse = base
     before = view_rows(warehouse)
     first_snapshots = view_snapshots(warehouse)
-    # On Iceberg not always the newest commit listed: restoring the base made an earlier one current.
+    # On Iceberg not always the newest commit listed: the base's restore made an older one current.
     head = current_version(warehouse.spark, VIEW)
 
     warehouse.load("payment_events", [event("e4", "x0", "funds_released", "100.00", "2026-03-03 10:00:00")])

@@ -56,8 +56,8 @@ return graph.elements
 
 @pytest.fixture(scope="module")
 def docs_site(balance_view_base, tmp_path_factory):
-    """The docs site of a built warehouse (``balance_view_base``: a few merchants, their policies and
-    events, built), served on 127.0.0.1; yields (base url, target folder).
+    """The docs site of a built warehouse (``balance_view_base``: a few merchants, their policies
+    and events, built), served on 127.0.0.1; yields (base url, target folder).
 
     dbt writes into a target folder of this module's own, so no other test's build rewrites the
     site's manifest while it is served.
