@@ -403,20 +403,14 @@ class BuiltState:
 BALANCE_VIEW_BASE = pytest.mark.xdist_group("balance_view_base")
 
 
-def seed_reference_data(warehouse: Landing) -> None:
-    """m1 in retail and m2 in travel from 2026-01-01; retail holds 10%, travel 5%."""
-    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01")])
-    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
-
-
 def build_balance_view_base(dbt: DbtProject, warehouse: Landing) -> None:
     """The state several balance-view tests and the docs site start from: m1 (retail 10%)
     released 100.00 in March, m2 (travel 5%) captured 7.00; x0 (travel) captured 1.00 USD and
     10.00 EUR, x1-x11 (no segment) 1.00 USD each, so that each data file of the view holds several
     rows and a merchant has a second currency (tests change m1 and m2 alone); built
     (``scenario_build``)."""
-    seed_reference_data(warehouse)
-    warehouse.load("merchants", [merchant("x0", "travel", "2026-01-01")])
+    warehouse.load("merchants", [merchant("m1", "retail", "2026-01-01"), merchant("m2", "travel", "2026-01-01"), merchant("x0", "travel", "2026-01-01")])
+    warehouse.load("reserve_policies", [policy("retail", "0.1000", "2026-01-01"), policy("travel", "0.0500", "2026-01-01")])
     others = [event(f"o{i}", f"x{i}", "capture_settled", "1.00", "2026-03-01 09:00:00") for i in range(12)]
     warehouse.load(
         "payment_events",
