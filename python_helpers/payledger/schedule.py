@@ -82,8 +82,7 @@ def scheduled_build(
         with build_lock(warehouse, wait_s):
             log("lock_acquired", pid=os.getpid())
             freshness = run_dbt("source", "freshness", "--log-format", "json")
-            stale = {uid.split(".", 2)[-1]: str(r.status) for uid, r in freshness.nodes.items() if str(r.status) != "pass"}
-            log("freshness", success=freshness.success, stale=stale)
+            log("freshness", success=freshness.success, stale=stale_sources(freshness.nodes))
             if stop_requested():
                 log("stopped", before="build")
                 log("done", exit_code=0 if freshness.success else 1)
@@ -131,6 +130,13 @@ def scheduled_build(
         code = EXIT_LOCKED
     log("done", exit_code=code)
     return code
+
+
+def stale_sources(results: dict[str, Any]) -> dict[str, str]:
+    """The sources of a ``dbt source freshness`` run that did not pass: {"<source>.<table>": status}
+    (``warn``, ``error`` or ``runtime error``), from its results by unique id. The project's hooks,
+    which the run reports beside the sources (status ``success``), are not sources."""
+    return {uid.split(".", 2)[-1]: str(result.status) for uid, result in results.items() if uid.startswith("source.") and str(result.status) != "pass"}
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
