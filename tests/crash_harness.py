@@ -10,7 +10,8 @@ Commands (each lands its ``<kind>=<path>`` FILEs first, in order):
   land FILE...             only that
   land-and-build FILE...   then ``dbt build`` (exit 1 if it fails); ``--no-tests`` skips dbt's tests
   verify FILE...           then ``dbt build`` (reconciling every key) and report the view, rejects,
-                           snapshots, table counts and the nodes the build started
+                           snapshots, table counts and the nodes the build started;
+                           ``--no-counts`` leaves out the counts (``counts`` is null)
 ``BUILDING`` is printed when dbt starts its first node. Builds leave out generic and unit tests.
 """
 
@@ -51,19 +52,22 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     return result, nodes
 
 
-def _report(spark, result, nodes: list[str]) -> dict:
+def _report(spark, result, nodes: list[str], with_counts: bool = True) -> dict:
     """The warehouse after the build ``result`` (which started ``nodes``, "<unique_id>
-    <materialization>" in order) as JSON-ready dicts."""
+    <materialization>" in order) as JSON-ready dicts; ``counts`` (every relation's rows: each
+    table and view is readable) only ``with_counts``, else None."""
     from payledger.warehouse import VIEW, project_relations
     from tests.support import SNAPSHOTS
 
     def rows(query: str) -> list[dict]:
         return [{k: None if v is None else str(v) for k, v in r.asDict().items()} for r in spark.sql(query).collect()]
 
-    counts = {}
-    for schema, objects in project_relations(spark).items():
-        for name in objects["tables"] + objects["views"]:
-            counts[f"{schema}.{name}"] = spark.sql(f"select count(*) from {schema}.{name}").collect()[0][0]
+    counts = None
+    if with_counts:
+        counts = {}
+        for schema, objects in project_relations(spark).items():
+            for name in objects["tables"] + objects["views"]:
+                counts[f"{schema}.{name}"] = spark.sql(f"select count(*) from {schema}.{name}").collect()[0][0]
     snapshots = {}
     for table in SNAPSHOTS:
         snapshots[table] = rows(f"select * from {table}")
@@ -84,7 +88,8 @@ def main(argv: list[str]) -> int:
 
     command, args = argv[0], argv[1:]
     with_tests = "--no-tests" not in args
-    args = [a for a in args if a != "--no-tests"]
+    with_counts = "--no-counts" not in args
+    args = [a for a in args if a not in ("--no-tests", "--no-counts")]
     warehouse = default_warehouse()
     artefacts = warehouse.parent / f"dbt{os.environ.get('HARNESS_SLOT', '')}"  # one per concurrent process
     spark = get_spark()
@@ -94,7 +99,7 @@ def main(argv: list[str]) -> int:
         return 0 if command == "land" or _build(artefacts, with_tests)[0].success else 1
     if command == "verify":
         result, nodes = _build(artefacts, with_tests, full_reconciliation=True)
-        print("REPORT " + json.dumps(_report(spark, result, nodes)), flush=True)
+        print("REPORT " + json.dumps(_report(spark, result, nodes, with_counts)), flush=True)
         return 0
     raise SystemExit(f"unknown command {command!r}; expected land, land-and-build or verify")
 

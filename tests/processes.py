@@ -78,9 +78,10 @@ class Harness:
     def start(self, *args: str, module: str = "tests.crash_harness") -> Process:
         return Process([sys.executable, "-m", module, *args], self.env)
 
-    def verify(self, *files: str) -> dict:
-        """Land ``files`` (``kind=path``), ``dbt build``, and return the harness's report."""
-        return self._report("verify", *files)
+    def verify(self, *files: str, counts: bool = True) -> dict:
+        """Land ``files`` (``kind=path``), ``dbt build``, and return the harness's report (with
+        every relation's row count only when ``counts``)."""
+        return self._report("verify", *files, *(() if counts else ("--no-counts",)))
 
     def _report(self, *args: str) -> dict:
         process = self.start(*args)

@@ -46,9 +46,10 @@ def published_balances(harness: Harness) -> dict[tuple[str, str], tuple]:
     return {(r["merchant_id"], r["currency"]): (r["available_balance"], r["pending_balance"], r["reserve_hold"]) for r in rows}
 
 
-def assert_recovered(history: History, report: dict, kept: dict, harness: Harness) -> dict:
-    """The re-run built, the view and rejects equal the reference, snapshot history only grew, and
-    the re-run (its tests passed) published the view it reported."""
+def assert_recovered(history: History, report: dict, kept: dict, harness: Harness, counted: bool = True) -> dict:
+    """The re-run built, the view and rejects equal the reference, snapshot history only grew, the
+    re-run (its tests passed) published the view it reported and, when ``counted``, every table and
+    view it reported is readable (a row count each)."""
     assert report["build_ok"], report["failures"]
     view = typed_view(report)
     assert published_balances(harness) == {key: (r["available_balance"], r["pending_balance"], r["reserve_hold"]) for key, r in view.items()}
@@ -58,7 +59,8 @@ def assert_recovered(history: History, report: dict, kept: dict, harness: Harnes
         assert key in versions, f"snapshot version lost after a crash: {key}"
         if old["dbt_valid_to"] is not None:
             assert versions[key] == old, f"snapshot version rewritten after a crash: {old} -> {versions[key]}"
-    assert report["counts"] and all(isinstance(n, int) for n in report["counts"].values()), report["counts"]
+    if counted:
+        assert report["counts"] and all(isinstance(n, int) for n in report["counts"].values()), report["counts"]
     return versions
 
 
@@ -68,8 +70,9 @@ def test_sigkill_during_builds_and_replays_then_rerun_recovers(tmp_path):
     rng = random.Random(20261122)
     harness = Harness(tmp_path)
     history = small_history(harness.landing, rng, count=200)
-    first = harness.verify(*harness.landing.take())
-    kept = assert_recovered(history, first, {}, harness)
+    # No kill came before the first build: every relation's count is left to the re-runs.
+    first = harness.verify(*harness.landing.take(), counts=False)
+    kept = assert_recovered(history, first, {}, harness, counted=False)
     published = published_balances(harness)
 
     # Where kills land: the nodes that write a table (the seed, snapshots, incremental and table
