@@ -132,11 +132,17 @@ def scheduled_build(
     return code
 
 
+def source_statuses(results: dict[str, Any]) -> dict[str, str]:
+    """Each source's status in a ``dbt source freshness`` run: {"<source>.<table>": status}
+    (``pass``, ``warn``, ``error`` or ``runtime error``), from its results by unique id. The
+    project's hooks, which the run reports beside the sources (status ``success``), are not
+    sources."""
+    return {uid.split(".", 2)[-1]: str(result.status) for uid, result in results.items() if uid.startswith("source.")}
+
+
 def stale_sources(results: dict[str, Any]) -> dict[str, str]:
-    """The sources of a ``dbt source freshness`` run that did not pass: {"<source>.<table>": status}
-    (``warn``, ``error`` or ``runtime error``), from its results by unique id. The project's hooks,
-    which the run reports beside the sources (status ``success``), are not sources."""
-    return {uid.split(".", 2)[-1]: str(result.status) for uid, result in results.items() if uid.startswith("source.") and str(result.status) != "pass"}
+    """The sources of a ``dbt source freshness`` run that did not pass (``source_statuses``)."""
+    return {name: status for name, status in source_statuses(results).items() if status != "pass"}
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")

@@ -35,6 +35,7 @@ import pytest
 
 from payledger.formats import session_format
 from payledger.history import published_explain
+from payledger.schedule import source_statuses
 from payledger.warehouse import AUDIT, CHECKPOINT, drop_project_schemas
 from tests.support import DATA_TESTS_SELECTION, History, Landing, event, in_lane, merchant, policy, rejects_of, rewritten, view_rows
 
@@ -288,7 +289,7 @@ def lanes(spark, dbt, tmp_path_factory) -> Lanes:
         lanes.landed[kind] = land(history, warehouse, kind, exports[kind])
     # Months-old updated_at values, yet the sources are fresh: a file was delivered today.
     freshness = dbt("source", "freshness")
-    lanes.freshness = {uid.split(".")[-1]: str(r.status) for uid, r in freshness.nodes.items() if uid.startswith("source.")}
+    lanes.freshness = source_statuses(freshness.nodes)
     land(history, warehouse, "reserve_policies", [policy(f"{MOVE}retail", "0.2000", "2026-04-01", "2026-11-10 00:00:00")])
     history.land_events(warehouse, fold_events(batch=2))
     lanes.builds.append(build(dbt, warehouse, history, *DATA_TESTS_SELECTION))
@@ -324,7 +325,7 @@ def test_a_full_daily_export_rewrites_only_what_changed(lanes):
     # Of each full export, only the changed row is written.
     assert lanes.landed == {"merchants": 1, "reserve_policies": 1}
     # The three landing tables, each from its deliveries in load_log (which has no freshness of its own).
-    assert lanes.freshness == {"payment_events": "pass", "reserve_policies": "pass", "merchants": "pass"}, lanes.freshness
+    assert lanes.freshness == {f"payledger.{table}": "pass" for table in ("payment_events", "reserve_policies", "merchants")}, lanes.freshness
     two.assert_lane_matches(FULL_EXPORT)
     changed = rewritten(in_lane(one.view, FULL_EXPORT), in_lane(two.view, FULL_EXPORT))
     assert changed == changed_keys(one.expected(FULL_EXPORT), two.expected(FULL_EXPORT))

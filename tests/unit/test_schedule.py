@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from payledger.schedule import parse_duration, stale_sources
+from payledger.schedule import parse_duration, source_statuses, stale_sources
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90.0), ("90s", 90.0), ("5m", 300.0), ("1.5h", 5400.0), (" 2m ", 120.0)])
@@ -21,7 +21,7 @@ def test_other_durations_are_refused_with_the_accepted_forms(text):
         parse_duration(text)
 
 
-def test_stale_sources_are_the_sources_that_did_not_pass():
+def test_source_statuses_leave_out_the_hooks_and_the_stale_sources_are_those_not_passed():
     # What `dbt source freshness` returns: the sources' results beside the project's hooks'.
     results = {
         "operation.payledger.payledger-on-run-start-0": SimpleNamespace(status="success"),
@@ -29,5 +29,10 @@ def test_stale_sources_are_the_sources_that_did_not_pass():
         "source.payledger.payledger.merchants": SimpleNamespace(status="warn"),
         "source.payledger.payledger.reserve_policies": SimpleNamespace(status="runtime error"),
         "operation.payledger.payledger-on-run-end-0": SimpleNamespace(status="success"),
+    }
+    assert source_statuses(results) == {
+        "payledger.payment_events": "pass",
+        "payledger.merchants": "warn",
+        "payledger.reserve_policies": "runtime error",
     }
     assert stale_sources(results) == {"payledger.merchants": "warn", "payledger.reserve_policies": "runtime error"}
