@@ -85,7 +85,8 @@
     its table), still a plan and about four jobs a table. Casts and formats apply outside the
     subqueries. Then the checkpoint's, a second query (checkpoint_watermark_query): it reads the
     days of the events past the audit's watermark only, which it takes as a literal so that the
-    scans prune files.
+    scans prune files; not run when no classified event is past that watermark (the last build
+    ended with its audit), where it could not raise balance_watermarks' events.
 -#}
 {% macro _read_watermarks() -%}
     {%- set columns = [] -%}
@@ -113,11 +114,20 @@
             {%- do read.update({name: found.columns[name].values()[0]}) -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- if 'checkpoint_source_watermark' in relations -%}
+    {%- set audited = read.get('audit_events_watermark') if read.get('audit_events_watermark') is not none else -1 -%}
+    {%- set classified = read.get('classified_ingest_seq') -%}
+    {%- if 'checkpoint_source_watermark' in relations
+        and classified is not none and classified != 'no bounds' and audited != 'no bounds'
+        and classified | int <= audited | int -%}
+        {#- Every classified event is audited, so no checkpoint row exceeds the audit's watermark
+            (a row's source_watermark is one of its day's classified events): the query's answer
+            cannot raise balance_watermarks' events, and it is not run. -#}
+        {%- do read.update({'checkpoint_source_watermark': none}) -%}
+    {%- elif 'checkpoint_source_watermark' in relations -%}
         {%- set maximum = checkpoint_watermark_query(
             relations['checkpoint_source_watermark'],
             relations.get('classified_ingest_seq'),
-            read.get('audit_events_watermark') if read.get('audit_events_watermark') is not none else -1,
+            audited,
         ) -%}
         {%- do read.update({'checkpoint_source_watermark': run_query("select cast((" ~ maximum ~ ") as string)").rows[0][0]}) -%}
     {%- endif -%}

@@ -181,6 +181,15 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     # inputs when it last ran, so neither is even probed (dbt's staging query); elsewhere both are.
     probes = [sql for sql, _ in statements if "dbt_change_type in ('insert', 'update', 'delete')" in sql]
     assert len(probes) == (0 if states else 2), probes
+    # Nothing landed and the last build was audited: neither the checkpoint's watermark past the
+    # audit's (checkpoint_watermark_query) nor the checkpoint's new event days are queried.
+    # (test_a_build_stopped_after_the_checkpoint_... runs the first where it is needed.)
+    needless = [
+        sql
+        for sql, _ in statements
+        if ("select cast((" in sql and "int_merchant_daily_balances" in sql) or "select distinct cast(event_date as string)" in sql
+    ]
+    assert needless == [], needless
     assert view_rows(warehouse) == before
     assert audit(warehouse, run.invocation_id) == []
     # Not even an empty commit on the incremental models, the snapshots, the audit and the seed

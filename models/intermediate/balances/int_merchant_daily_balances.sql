@@ -26,10 +26,14 @@
 {%- set replay_from = none %}
 {%- set new_event_dates = [] %}
 {%- if is_incremental() and execute %}
-    {%- set new_event_dates = run_query(
-        "select distinct cast(event_date as string) from " ~ ref('int_payment_events_classified')
-        ~ " where is_accepted and ingest_seq > " ~ marks.events
-    ).columns[0].values() %}
+    {#- Events past the watermark exist only where some landed past it (the classification keeps
+        each landed row's ingest_seq): otherwise there are no new days, and no query. #}
+    {%- if run_watermarks().landed_ingest_seq > marks.events %}
+        {%- set new_event_dates = run_query(
+            "select distinct cast(event_date as string) from " ~ ref('int_payment_events_classified')
+            ~ " where is_accepted and ingest_seq > " ~ marks.events
+        ).columns[0].values() %}
+    {%- endif %}
     {%- set first_day = run_query(
         "select cast(min(from_date) as string) from " ~ ref('int_balance_slices_invalidated')
         ~ " where cause in ('policy_change', 'segment_change', 'manual')"
