@@ -185,9 +185,7 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     # audit's (checkpoint_watermark_query) nor the checkpoint's new event days are queried.
     # (test_a_build_stopped_after_the_checkpoint_... runs the first where it is needed.)
     needless = [
-        sql
-        for sql, _ in statements
-        if ("select cast((" in sql and "int_merchant_daily_balances" in sql) or "select distinct cast(event_date as string)" in sql
+        sql for sql, _ in statements if ("select cast((" in sql and "int_merchant_daily_balances" in sql) or "select distinct cast(event_date as string)" in sql
     ]
     assert needless == [], needless
     assert view_rows(warehouse) == before
