@@ -116,9 +116,7 @@
     {%- endif -%}
     {%- set audited = read.get('audit_events_watermark') if read.get('audit_events_watermark') is not none else -1 -%}
     {%- set classified = read.get('classified_ingest_seq') -%}
-    {%- if 'checkpoint_source_watermark' in relations
-        and classified is not none and classified != 'no bounds' and audited != 'no bounds'
-        and classified | int <= audited | int -%}
+    {%- if 'checkpoint_source_watermark' in relations and classified is not none and classified | int <= audited | int -%}
         {#- Every classified event is audited, so no checkpoint row exceeds the audit's watermark
             (a row's source_watermark is one of its day's classified events): the query's answer
             cannot raise balance_watermarks' events, and it is not run. -#}
