@@ -95,23 +95,6 @@
 
 
 {#-
-    Private. The table states run_dbt passes for this invocation (PAYLEDGER_TABLE_STATES,
-    payledger/stored_maxima.py): {"<schema>.<table>": {"data_version": int, "data_committed_ms":
-    int or none, "recorded_inputs": string or none}}, lower case; {} when it is unset (a `dbt` run
-    by hand, the Thrift target, Iceberg). Read only while nodes run, so that partial parsing does
-    not see it change.
--#}
-{%- macro _table_states() -%}
-    {%- set given = env_var('PAYLEDGER_TABLE_STATES', '') -%}
-    {%- set states = fromjson(given) if given else {} -%}
-    {%- if states is not mapping -%}
-        {{ exceptions.raise_compiler_error("PAYLEDGER_TABLE_STATES must be a JSON object, got " ~ given[:500]) }}
-    {%- endif -%}
-    {{ return(states) }}
-{%- endmacro -%}
-
-
-{#-
     Private. This run's inputs of the snapshot being run, as the JSON text its table records:
     {"code": md5 of dbt's version, the snapshot's SQL and config and the text of each view it reads
     through, "inputs": {"<schema>.<table>": "<data version>@<its commit time>" of each table it
@@ -121,7 +104,7 @@
     create table` per view read.
 -#}
 {%- macro _snapshot_inputs() -%}
-    {%- set states = _table_states() -%}
+    {%- set states = table_states() -%}
     {%- if not states -%}
         {{ return(none) }}
     {%- endif -%}
@@ -169,7 +152,7 @@
 {#- Private. The inputs recorded on the snapshot table and still true (run_dbt's table states), or none. -#}
 {%- macro _snapshot_recorded_inputs() -%}
     {%- set key = (model.schema ~ '.' ~ model.get('alias', model.get('name'))) | lower -%}
-    {{ return(_table_states().get(key, {}).get('recorded_inputs')) }}
+    {{ return(table_states().get(key, {}).get('recorded_inputs')) }}
 {%- endmacro -%}
 
 
