@@ -235,6 +235,9 @@ class TableFormat:
     files directly (``deltalake``; DuckDB and ``pyiceberg``) and raise those libraries' errors."""
 
     name: str
+    #: Whether builds through ``run_dbt`` fold the checkpoint's change data feed into the view after
+    #: a replay (``macros/formats/change_feed.sql``) instead of re-summing the replayed merchants.
+    folds_change_feed: bool = False
 
     @property
     def target(self) -> str:
@@ -342,6 +345,7 @@ class DeltaFormat(TableFormat):
     (delta-rs) without one."""
 
     name = DELTA
+    folds_change_feed = True
 
     def commits(self, spark, table: str) -> list[Commit]:
         from delta.tables import DeltaTable

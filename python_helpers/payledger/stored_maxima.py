@@ -12,6 +12,9 @@ count and its largest value. ``run_dbt`` reads them here, with ``deltalake``, be
 In the same way it passes each Delta table's data version and the inputs recorded on a snapshot
 table (``TABLE_STATES_ENV``, ``delta_table_states``): a snapshot whose recorded inputs equal this
 run's is left alone without its probe (``macros/materializations/materialization_snapshot_spark.sql``).
+For a table with a change data feed it also lists the versions from which that feed reads whole
+(``change_feed``): the view folds the checkpoint's changes since its own last write instead of
+re-summing replayed merchants over the whole checkpoint (``macros/formats/change_feed.sql``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ TABLE_STATES_ENV = "PAYLEDGER_TABLE_STATES"
 SNAPSHOT_INPUTS_PROPERTY = "payledger.snapshot_inputs"
 #: How many of a table's newest commits ``delta_table_states`` reads, at most, to find the record.
 RECORD_LOOKBACK = 50
+#: The table property that makes Delta record a table's change data feed.
+CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
 
 
 def delta_long_maxima(tables_root: Path) -> dict[str, int | None]:
@@ -111,14 +116,87 @@ def delta_table_states(tables_root: Path) -> dict[str, dict]:
     write, a schema change or another property set after the record, a commit file that does not
     read, or no such commit among those read, gives None (the snapshot is then probed as usual);
     with no commit but maintenance among those read, ``data_version`` is the oldest of them and
-    ``data_committed_ms`` None (not known).
+    ``data_committed_ms`` None (not known). A table whose properties turn on its change data feed
+    also gets ``change_feed``: ``delta_change_feed`` of those commits.
     """
     states: dict[str, dict] = {}
     for name, log in _delta_logs(tables_root):
         versions = sorted(int(path.name[:20]) for path in log.glob("*.json") if len(path.name) == 25 and path.name[:20].isdigit())
         if versions:
             states[name] = _data_state(log, versions[-RECORD_LOOKBACK:])
+            if _may_have_change_feed(log):
+                feed = delta_change_feed(log.parent, versions[-RECORD_LOOKBACK:])
+                if feed is not None:
+                    states[name]["change_feed"] = feed
     return states
+
+
+def _may_have_change_feed(log: Path) -> bool:
+    """Whether the table of ``log`` may have a change data feed, without reading its state: its
+    feed has recorded changes (a ``_change_data`` folder), or its first commit (as dbt makes a
+    table: the ``metaData`` before the first ``add``) names ``CHANGE_FEED_PROPERTY``."""
+    if (log.parent / "_change_data").is_dir():
+        return True
+    try:
+        with (log / f"{0:020d}.json").open() as first:
+            for line in first:
+                if '"add"' in line[:10]:
+                    return False
+                if CHANGE_FEED_PROPERTY in line:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def delta_change_feed(folder: Path, versions: list[int]) -> list[list[int]] | None:
+    """``[[version, committed_ms], ...]``, newest first: the commits among ``versions`` (the newest
+    of the Delta table in ``folder``, oldest first) after which Delta's change data feed reads
+    every commit whole, up to the current one and the ones still to come. ``committed_ms`` is the
+    commit's ``commitInfo`` timestamp (milliseconds since the epoch); a commit without one ends the
+    list (it could not be ordered against a reader's commit).
+
+    None unless the table's current properties set ``CHANGE_FEED_PROPERTY``. Reading backwards
+    from the newest commit, the list stops before the first commit whose change data cannot be
+    read (Delta's ``CDCReader.changesToDF``, delta-io/delta v3.3.3): a file the feed would open
+    (the commit's ``cdc`` files when it has any, else the files it adds or removes with
+    ``dataChange``) that VACUUM has deleted, rows removed or re-added through deletion vectors
+    without ``cdc`` files, or a commit file that does not read. A commit that changes the table's
+    metadata (schema or properties, such as the one that turned the feed on) is the last one
+    listed after it: the setting before it is not known here.
+    """
+    from urllib.parse import unquote
+
+    from deltalake import DeltaTable
+
+    try:
+        enabled = DeltaTable(str(folder)).metadata().configuration.get(CHANGE_FEED_PROPERTY, "false").lower() == "true"
+    except Exception:  # a log that does not read: no feed; Spark re-sums and reports what is wrong
+        return None
+    if not enabled:
+        return None
+    readable: list[list[int]] = []
+    log = folder / "_delta_log"
+    for version in reversed(versions):
+        try:
+            actions = [json.loads(line) for line in (log / f"{version:020d}.json").read_text().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            break
+        committed_ms = next((action["commitInfo"].get("timestamp") for action in actions if "commitInfo" in action), None)
+        if not isinstance(committed_ms, int):
+            break  # no time to order it by against the reader's commit
+        readable.append([version, committed_ms])
+        if any("metaData" in action for action in actions):
+            break
+        changes = [action["cdc"] for action in actions if "cdc" in action]
+        if not changes:
+            changes = [action.get("add") or action.get("remove") for action in actions if {"add", "remove"} & action.keys()]
+            changes = [change for change in changes if change.get("dataChange", True)]
+            if any(change.get("deletionVector") for change in changes):
+                break
+        if not all((folder / unquote(change["path"])).is_file() for change in changes):
+            break
+    return readable
 
 
 def _delta_logs(tables_root: Path) -> list[tuple[str, Path]]:

@@ -100,18 +100,26 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     before = view_rows(warehouse)
     commits = len(table_commits(warehouse.spark, VIEW))
     warehouse.load("reserve_policies", [policy("retail", "0.2000", "2026-04-01")])
-    # As if PAYLEDGER_CODEGEN were unset (run_dbt then chooses; the tests' profile interprets):
-    # the view's re-sum of the replayed merchants is the one statement that runs compiled.
+    # As if PAYLEDGER_CODEGEN were unset (run_dbt then chooses; the tests' profile interprets).
+    # Where the format folds the checkpoint's change data feed, the view reads the changed rows
+    # only, interpreted; elsewhere its re-sum of the replayed merchants is the one statement that
+    # runs compiled.
     monkeypatch.setattr(payledger.dbt, "CODEGEN_ENV", "PAYLEDGER_CODEGEN_UNSET_IN_THIS_TEST")
     statements = recorded_statements(monkeypatch)
     interpreted = code_generation(warehouse.spark)
     run = dbt.scenario_build()
     merges = {match[1].split(".")[-1]: settings for sql, settings in statements if (match := re.search(r"merge\s+into\s+(\S+)", sql, re.IGNORECASE))}
-    assert merges[VIEW.split(".")[-1]] == tuple(SPARK_CODE_GENERATION.values()), merges
+    view_temporary = re.compile(r"create or replace temporary view\s+\S*merchant_balance_current__dbt_tmp", re.IGNORECASE)
+    view_source = next(sql for sql, _ in statements if view_temporary.search(sql))
+    folds = session_table_format(warehouse.spark).folds_change_feed
+    assert ("table_changes(" in view_source) == folds, view_source
+    assert merges[VIEW.split(".")[-1]] == (interpreted if folds else tuple(SPARK_CODE_GENERATION.values())), merges
     assert merges[CHECKPOINT.split(".")[-1]] == interpreted != tuple(SPARK_CODE_GENERATION.values()), merges
-    # The view's post-hook gave the session its settings back: the nodes after it ran interpreted.
-    restored_at = max(i for i, (sql, _) in enumerate(statements) if sql.rstrip().lower().endswith("reset payledger.codegen.saved"))
-    later = statements[restored_at + 1 :]
+    # The view's post-hook gave the session its settings back (when it changed them): the nodes
+    # after it ran interpreted.
+    resets = [i for i, (sql, _) in enumerate(statements) if sql.rstrip().lower().endswith("reset payledger.codegen.saved")]
+    assert bool(resets) != folds, resets
+    later = statements[max(resets, default=statements.index(next(s for s in statements if s[0] == view_source))) + 1 :]
     assert any("balance_invalidations" in sql for sql, _ in later) and {settings for _, settings in later} == {interpreted}
     assert code_generation(warehouse.spark) == interpreted
     after = view_rows(warehouse)

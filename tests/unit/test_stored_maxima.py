@@ -2,11 +2,13 @@
 value of each whole-number column as the files' statistics give it, and nothing where they cannot
 say it (files without the column's statistics, tables with deletion vectors). And the tables' states
 the snapshot materialization reads: each table's data version and its commit time, and the snapshot
-inputs recorded on it only while no commit that changes data came after the record (logs written by
+inputs recorded on it only while no commit that changes data came after the record, and for a table with
+a change data feed the commits after which that feed reads every change (logs written by
 ``deltalake``, whose commits name the same operations and actions as Spark's)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 
@@ -14,7 +16,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from payledger import stored_maxima
-from payledger.stored_maxima import SNAPSHOT_INPUTS_PROPERTY, delta_long_maxima, delta_table_states
+from payledger.stored_maxima import CHANGE_FEED_PROPERTY, SNAPSHOT_INPUTS_PROPERTY, delta_long_maxima, delta_table_states
 
 
 def write(folder, columns: dict[str, list], mode: str = "append", configuration: dict[str, str] | None = None) -> None:
@@ -129,3 +131,59 @@ def test_a_table_made_again_is_not_taken_for_the_one_before(tmp_path):
     after = delta_table_states(tmp_path)["payledger_raw.merchants"]
     assert before["data_version"] == after["data_version"] == 0
     assert before["data_committed_ms"] < after["data_committed_ms"]
+
+
+def feed_versions(tables_root, table: str) -> list[int]:
+    """The versions of ``table``'s ``change_feed``, checked to be newest first with whole-number
+    commit times that do not go back."""
+    feed = delta_table_states(tables_root)[table]["change_feed"]
+    assert [version for version, _ in feed] == sorted((version for version, _ in feed), reverse=True)
+    assert all(isinstance(ms, int) for _, ms in feed) and [ms for _, ms in feed] == sorted((ms for _, ms in feed), reverse=True)
+    return [version for version, _ in feed]
+
+
+def commit_files(folder, version: int, kind: str) -> list:
+    """The files of ``kind`` (``add`` or ``cdc``) that commit ``version`` names."""
+    actions = [json.loads(line) for line in (folder / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+    return [folder / action[kind]["path"] for action in actions if kind in action]
+
+
+def test_the_change_feed_lists_the_commits_after_which_every_change_reads(tmp_path):
+    checkpoint = tmp_path / "payledger_intermediate.db" / "checkpoint"
+    write(checkpoint, {"source_watermark": [1, 2, 3]}, configuration={CHANGE_FEED_PROPERTY: "true"})
+    DeltaTable(str(checkpoint)).update(updates={"source_watermark": "source_watermark + 10"}, predicate="source_watermark = 2")
+    write(checkpoint, {"source_watermark": [4]})
+    DeltaTable(str(checkpoint)).delete("source_watermark = 1")
+    DeltaTable(str(checkpoint)).optimize.compact()
+    write(tmp_path / "payledger.db" / "plain", {"source_watermark": [1]})
+    states = delta_table_states(tmp_path)
+    assert "change_feed" not in states["payledger.plain"], "no feed where the properties do not turn it on"
+    # Every commit reads: the update's and the delete's change files, the append's added file, and
+    # compaction, which changes no rows. The table's first commit set its properties.
+    assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [4, 3, 2, 1, 0]
+    # VACUUM deletes change files and removed files after their retention: a commit whose files are
+    # gone cannot be read, so the feed reads from that commit on, not from before it.
+    assert commit_files(checkpoint, 1, "cdc")
+    for path in commit_files(checkpoint, 1, "cdc"):
+        path.unlink()
+    assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [4, 3, 2, 1]
+    for path in commit_files(checkpoint, 2, "add"):
+        path.unlink()
+    assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [4, 3, 2]
+    # A commit without its time is not listed, nor is any before it.
+    commit = checkpoint / "_delta_log" / f"{3:020d}.json"
+    lines = [json.loads(line) for line in commit.read_text().splitlines()]
+    for action in lines:
+        action.get("commitInfo", {}).pop("timestamp", None)
+    commit.write_text("\n".join(json.dumps(action) for action in lines) + "\n")
+    assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [4]
+    # The feed turned off: none.
+    DeltaTable(str(checkpoint)).alter.set_table_properties({CHANGE_FEED_PROPERTY: "false"}, raise_if_not_exists=False)
+    assert "change_feed" not in delta_table_states(tmp_path)["payledger_intermediate.checkpoint"]
+
+
+def test_a_new_table_with_the_feed_lists_its_first_commit(tmp_path):
+    # Made with the feed on (as dbt makes the checkpoint), before any change was recorded.
+    write(tmp_path / "payledger_intermediate.db" / "checkpoint", {"source_watermark": [1]}, configuration={CHANGE_FEED_PROPERTY: "true"})
+    assert not (tmp_path / "payledger_intermediate.db" / "checkpoint" / "_change_data").exists()
+    assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [0]

@@ -1,5 +1,6 @@
 -- depends_on: {{ ref('int_balance_slices_invalidated') }}
 -- depends_on: {{ ref('int_balance_merchants_invalidated') }}
+{#- A change data feed: after a replay the view folds the rows it changed (change_feed_start). #}
 {{
     config(
         materialized='incremental',
@@ -7,7 +8,7 @@
         unique_key=['merchant_id', 'currency', 'balance_date'],
         on_schema_change='fail',
         partition_by=['balance_date'],
-        tblproperties=merge_on_read_tblproperties(),
+        tblproperties=merge_on_read_tblproperties(change_feed=true),
     )
 }}
 

@@ -19,8 +19,11 @@
 {#-
     One row per (merchant_id, currency). The first build sums the daily checkpoint. An incremental
     run, in one commit:
-    - re-sums from the checkpoint the keys of the merchants in this run's replay slices (policy,
-      segment and manual; int_balance_merchants_invalidated), which the checkpoint replayed first;
+    - brings the keys of the merchants in this run's replay slices (policy, segment and manual;
+      int_balance_merchants_invalidated), which the checkpoint replayed first, to the checkpoint's
+      sums: by folding the checkpoint's changed rows since the view's last write into the stored
+      rows where the change data feed gives them (change_feed_start; Delta through run_dbt) and no
+      slice is a manual one, else by re-summing their keys over the whole checkpoint;
     - advances every other key touched by accepted events past the view's own watermark (max
       source_watermark) by those events' postings: stored balance + postings.
     The view's watermark is committed with its rows, so a run killed after the checkpoint and
@@ -36,13 +39,21 @@
     {#- count(*), which Delta and Iceberg answer from table metadata, not a scan. #}
     {%- set has_replay = run_query("select count(*) from " ~ ref('int_balance_merchants_invalidated')).rows[0][0] > 0 %}
 {%- endif %}
-{#- A replay re-sums its merchants over the whole checkpoint: compiled code, where the run allows it. #}
-{%- do compile_whole_history_read(has_replay) %}
+{%- set changes_from = none %}
+{%- if has_replay %}
+    {#- A manual replay repairs what may be wrong in the stored rows: it re-sums, never folds. #}
+    {%- set changes_from = change_feed_start(ref('int_merchant_daily_balances'), this) %}
+    {%- if changes_from is not none and run_query(
+        "select count(*) from " ~ ref('int_balance_merchants_invalidated') ~ " where cause = 'manual'"
+    ).rows[0][0] > 0 %}
+        {%- set changes_from = none %}
+    {%- endif %}
+{%- endif %}
+{#- A replay without the feed re-sums its merchants over the whole checkpoint: compiled code, where
+    the run allows it. #}
+{%- do compile_whole_history_read(has_replay and changes_from is none) %}
 
-with daily_balances as (
-    select * from {{ ref('int_merchant_daily_balances') }}
-),
-
+with
 {% if is_incremental() %}
 observations as (
     {{ latest_policy_observation() }}
@@ -55,6 +66,15 @@ replayed_merchants as (
 ),
 
 {% endif %}
+
+{% if changes_from is not none %}
+summed_days as (
+    {{ stored_plus_changes(ref('int_merchant_daily_balances'), changes_from, 'replayed_merchants', this) }}
+),
+{% else %}
+daily_balances as (
+    select * from {{ ref('int_merchant_daily_balances') }}
+),
 
 summed_days as (
     {#- Every key on a full build; on an incremental run, the keys of the replayed merchants. #}
@@ -75,6 +95,7 @@ summed_days as (
     {% endif %}
     group by 1, 2
 ),
+{% endif %}
 
 {% if is_incremental() %}
 new_events as (

@@ -1,0 +1,59 @@
+{% macro change_feed_start(source, reader) -%}
+    {#-
+        The first version of `source` whose changes `reader` has not taken in, when the format's
+        change data feed can give every change from there on: the version after the one `source`
+        was at when `reader`'s rows last changed. None otherwise (the caller then reads `source`
+        whole).
+    -#}
+    {{- return(format_variant('change_feed_start')(source, reader)) -}}
+{%- endmacro %}
+
+
+{% macro delta__change_feed_start(source, reader) -%}
+    {#-
+        From the table states run_dbt passes (table_states()): `reader`'s last commit that changed
+        data, and `source`'s commits after which its change data feed reads whole. Builds hold a
+        lock, and a build writes `source` before `reader`: `source`'s newest commit made before
+        `reader`'s is the version `reader`'s rows reflect. None without table states (a `dbt` run by
+        hand, the Thrift target), without a feed on `source`, or when `reader` last changed before
+        the commits listed.
+    -#}
+    {%- set states = table_states() -%}
+    {%- set source_state = states.get((source.schema ~ '.' ~ source.identifier) | lower, {}) -%}
+    {%- set written_ms = states.get((reader.schema ~ '.' ~ reader.identifier) | lower, {}).get('data_committed_ms') -%}
+    {%- if written_ms is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- for version, committed_ms in source_state.get('change_feed', []) if committed_ms < written_ms -%}
+        {{ return(version + 1) }}
+    {%- endfor -%}
+    {{ return(none) }}
+{%- endmacro %}
+
+
+{% macro iceberg__change_feed_start(source, reader) -%}
+    {#- None: no change data feed (iceberg__merge_on_read_tblproperties). -#}
+    {{ return(none) }}
+{%- endmacro %}
+
+
+{% macro change_feed_relation(source, start) -%}
+    {#-
+        A relation of `source`'s changed rows from version `start` (change_feed_start) to the
+        latest: the table's columns plus `_change_type` ('insert', 'update_preimage',
+        'update_postimage' or 'delete'). Empty when `start` is past the latest version.
+    -#}
+    {{- return(format_variant('change_feed_relation')(source, start)) -}}
+{%- endmacro %}
+
+
+{% macro delta__change_feed_relation(source, start) -%}
+    {#- Delta's table_changes; a start past the latest version reads nothing because the profile
+        sets spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled. -#}
+    {{- return("table_changes('" ~ source ~ "', " ~ start | int ~ ")") -}}
+{%- endmacro %}
+
+
+{% macro iceberg__change_feed_relation(source, start) -%}
+    {{ exceptions.raise_compiler_error("change_feed_relation: Iceberg tables have no change data feed here (change_feed_start is none)") }}
+{%- endmacro %}
