@@ -110,7 +110,8 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     run = dbt.scenario_build()
     merges = {match[1].split(".")[-1]: settings for sql, settings in statements if (match := re.search(r"merge\s+into\s+(\S+)", sql, re.IGNORECASE))}
     view_temporary = re.compile(r"create or replace temporary view\s+\S*merchant_balance_current__dbt_tmp", re.IGNORECASE)
-    view_source = next(sql for sql, _ in statements if view_temporary.search(sql))
+    view_at = next(i for i, (sql, _) in enumerate(statements) if view_temporary.search(sql))
+    view_source = statements[view_at][0]
     folds = session_table_format(warehouse.spark).folds_change_feed
     assert ("table_changes(" in view_source) == folds, view_source
     assert merges[VIEW.split(".")[-1]] == (interpreted if folds else tuple(SPARK_CODE_GENERATION.values())), merges
@@ -119,7 +120,7 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     # after it ran interpreted.
     resets = [i for i, (sql, _) in enumerate(statements) if sql.rstrip().lower().endswith("reset payledger.codegen.saved")]
     assert bool(resets) != folds, resets
-    later = statements[max(resets, default=statements.index(next(s for s in statements if s[0] == view_source))) + 1 :]
+    later = statements[max(resets, default=view_at) + 1 :]
     assert any("balance_invalidations" in sql for sql, _ in later) and {settings for _, settings in later} == {interpreted}
     assert code_generation(warehouse.spark) == interpreted
     after = view_rows(warehouse)
