@@ -1,37 +1,44 @@
-{% macro change_feed_start(source, reader) -%}
+{% macro change_feed_start(source, readers) -%}
     {#-
-        The first version of `source` whose changes `reader` has not taken in, when the format's
-        change data feed can give every change from there on: the version after the one `source`
-        was at when `reader`'s rows last changed. None otherwise (the caller then reads `source`
-        whole).
+        The first version of `source` whose changes the sums over it have not taken in, when the
+        format's change data feed can give every change from there on: the version after the one
+        `source` was at when the newest of `readers` last changed data. `readers` are the tables a
+        build writes after `source` only once its sums took `source` in: the view, and the audit
+        after it (a build whose view merged no row still appends to the audit). None otherwise
+        (the caller then reads `source` whole).
     -#}
-    {{- return(format_variant('change_feed_start')(source, reader)) -}}
+    {{- return(format_variant('change_feed_start')(source, readers)) -}}
 {%- endmacro %}
 
 
-{% macro delta__change_feed_start(source, reader) -%}
+{% macro delta__change_feed_start(source, readers) -%}
     {#-
-        From the table states run_dbt passes (table_states()): `reader`'s last commit that changed
-        data, and `source`'s commits after which its change data feed reads whole. Builds hold a
-        lock, and a build writes `source` before `reader`: `source`'s newest commit made before
-        `reader`'s is the version `reader`'s rows reflect. None without table states (a `dbt` run by
-        hand, the Thrift target), without a feed on `source`, or when `reader` last changed before
-        the commits listed.
+        From the table states run_dbt passes (table_states()): the newest data commit of `readers`,
+        and `source`'s commits after which its change data feed reads whole. Builds hold a lock,
+        and a build writes `source` before `readers`: `source`'s newest commit made before that one
+        is the version the sums reflect. None without table states (a `dbt` run by hand, the Thrift
+        target), without a feed on `source`, or when no reader changed after the commits listed.
     -#}
     {%- set states = table_states() -%}
     {%- set source_state = states.get((source.schema ~ '.' ~ source.identifier) | lower, {}) -%}
-    {%- set written_ms = states.get((reader.schema ~ '.' ~ reader.identifier) | lower, {}).get('data_committed_ms') -%}
-    {%- if written_ms is none -%}
+    {%- set written = [] -%}
+    {%- for reader in readers -%}
+        {%- set committed_ms = states.get((reader.schema ~ '.' ~ reader.identifier) | lower, {}).get('data_committed_ms') -%}
+        {%- if committed_ms is not none -%}
+            {%- do written.append(committed_ms) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if not written -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- for version, committed_ms in source_state.get('change_feed', []) if committed_ms < written_ms -%}
+    {%- for version, committed_ms in source_state.get('change_feed', []) if committed_ms < written | max -%}
         {{ return(version + 1) }}
     {%- endfor -%}
     {{ return(none) }}
 {%- endmacro %}
 
 
-{% macro iceberg__change_feed_start(source, reader) -%}
+{% macro iceberg__change_feed_start(source, readers) -%}
     {#- None: no change data feed (iceberg__merge_on_read_tblproperties). -#}
     {{ return(none) }}
 {%- endmacro %}

@@ -12,7 +12,8 @@
         - policy_observed_at: the latest snapshot observation whose slices were replayed, from
           balance_invalidations alone. The audit is written after the view, so a run killed before
           it replays the same slices again (replay is idempotent), and the view, which keeps no
-          policy watermark of its own, re-sums them.
+          policy watermark of its own, takes them in again (folding the checkpoint's changes since
+          its last write, or re-summing).
         Returns {'events': int, 'audited_events': int, 'policy_observed_at': 'yyyy-mm-dd
         hh:mm:ss.ffffff' or none, 'has_checkpoint': bool}. Both relations are downstream of the
         models that call this (back-edges): they are found with node_relation, not ref.

@@ -21,9 +21,10 @@
     run, in one commit:
     - brings the keys of the merchants in this run's replay slices (policy, segment and manual;
       int_balance_merchants_invalidated), which the checkpoint replayed first, to the checkpoint's
-      sums: by folding the checkpoint's changed rows since the view's last write into the stored
-      rows where the change data feed gives them (change_feed_start; Delta through run_dbt) and no
-      slice is a manual one, else by re-summing their keys over the whole checkpoint;
+      sums: by folding the checkpoint's changed rows since the view last took it in (the last
+      write of the view or of the audit after it) into the stored rows where the change data feed
+      gives them (change_feed_start; Delta through run_dbt) and no slice is a manual one, else by
+      re-summing their keys over the whole checkpoint;
     - advances every other key touched by accepted events past the view's own watermark (max
       source_watermark) by those events' postings: stored balance + postings.
     The view's watermark is committed with its rows, so a run killed after the checkpoint and
@@ -41,8 +42,10 @@
 {%- endif %}
 {%- set changes_from = none %}
 {%- if has_replay %}
-    {#- A manual replay repairs what may be wrong in the stored rows: it re-sums, never folds. #}
-    {%- set changes_from = change_feed_start(ref('int_merchant_daily_balances'), this) %}
+    {#- From the last write of the view or of the audit, which a build appends after the view once
+        the view took the checkpoint in (also when it merged no row). A manual replay repairs what
+        may be wrong in the stored rows: it re-sums, never folds. #}
+    {%- set changes_from = change_feed_start(ref('int_merchant_daily_balances'), [this, node_relation('balance_invalidations')]) %}
     {%- if changes_from is not none and run_query(
         "select count(*) from " ~ ref('int_balance_merchants_invalidated') ~ " where cause = 'manual'"
     ).rows[0][0] > 0 %}
