@@ -49,9 +49,10 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     from payledger.history import HistoryError
     from payledger.load import LoadError
     from payledger.scenario import BuildFailed
+    from payledger.spark import WarehouseMoved
     from payledger.thrift import ThriftError
 
-    return (OSError, LoadError, HistoryError, FormatError, BuildFailed, DemoFailed, ThriftError, PySparkException, Py4JJavaError)
+    return (OSError, LoadError, HistoryError, FormatError, BuildFailed, DemoFailed, ThriftError, WarehouseMoved, PySparkException, Py4JJavaError)
 
 
 def _message(error: BaseException) -> str:

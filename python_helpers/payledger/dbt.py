@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, project_environment, session_settings
+from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, check_catalog_location, project_environment, session_settings
 from payledger.warehouse import VIEW
 
 #: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
@@ -108,6 +108,9 @@ def run_dbt(
     generation on top of the profile's settings, and the session's values come back after it
     (``code_generation_settings``).
 
+    Raises ``payledger.spark.WarehouseMoved`` before dbt starts when the embedded warehouse's
+    catalog names schemas outside its folder (a copied or moved warehouse: ``check_catalog_location``).
+
     The run's stored watermarks: a ``build`` or ``run`` on the embedded Delta target gets the
     stored maxima of the warehouse's whole-number columns, read from the tables' logs
     (``payledger.stored_maxima``), so that ``run_watermarks`` asks Spark only for the rest.
@@ -134,6 +137,8 @@ def run_dbt(
             on_event(event)
 
     spark = None if args[:1] in OFFLINE_COMMANDS else _embedded_session(args)
+    if spark is not None:
+        check_catalog_location(spark)
     overrides = code_generation_settings(args, spark)
     _apply_session_settings_once(overrides)
     since = checked_since_published(args)

@@ -137,6 +137,38 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     return builder.getOrCreate()
 
 
+class WarehouseMoved(RuntimeError):
+    """The catalog of the warehouse folder names schemas outside that folder (``check_catalog_location``)."""
+
+
+def check_catalog_location(spark) -> None:
+    """Raise ``WarehouseMoved`` when a schema of ``spark``'s catalog lives outside the session's
+    warehouse folder (``spark.sql.warehouse.dir``: the format's folder of ``default_warehouse()``).
+
+    The embedded metastore records each schema's and table's folder as an absolute path. A
+    warehouse folder copied or moved elsewhere keeps a catalog that names the old folders: Spark
+    would read and write the tables there, while what reads the folder itself (the stored maxima
+    and table states run_dbt passes, publication, ``payledger balance`` and ``serve``) reads the
+    copy, and a build could take landed events for already classified. One call to the catalog
+    (``listDatabases``: each schema with its folder as a URI)."""
+    from urllib.parse import unquote, urlparse
+
+    def folder(uri: str) -> Path:
+        return Path(unquote(urlparse(uri).path) if uri.startswith("file:") else uri).resolve()
+
+    root = folder(spark.conf.get("spark.sql.warehouse.dir"))
+    for database in spark.catalog.listDatabases():
+        if not database.locationUri:
+            continue
+        location = folder(database.locationUri)
+        if location != root and root not in location.parents:
+            raise WarehouseMoved(
+                f"schema {database.name} of this warehouse's catalog is in {location}, outside {root}: the warehouse "
+                "folder was copied or moved from where it was built, and Spark would read and write the tables there. "
+                "Use the warehouse where it was built (PAYLEDGER_WAREHOUSE), or build a new one."
+            )
+
+
 @contextlib.contextmanager
 def session_settings(spark, settings: dict[str, str]) -> Iterator[None]:
     """Run the body with the runtime SQL settings ``settings`` (``{key: value}``) set on ``spark`` (a
