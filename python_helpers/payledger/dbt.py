@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, check_catalog_location, project_environment, session_settings
+from payledger.spark import PROJECT_ROOT, SPARK_CODE_GENERATION, project_environment, session_settings
 from payledger.warehouse import VIEW
 
 #: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
@@ -109,7 +109,7 @@ def run_dbt(
     (``code_generation_settings``).
 
     Raises ``payledger.spark.WarehouseMoved`` before dbt starts when the embedded warehouse's
-    catalog names schemas outside its folder (a copied or moved warehouse: ``check_catalog_location``).
+    catalog names schemas outside its folder (a copied or moved warehouse: ``spark.get_spark``).
 
     The run's stored watermarks: a ``build`` or ``run`` on the embedded Delta target gets the
     stored maxima of the warehouse's whole-number columns, read from the tables' logs
@@ -137,8 +137,6 @@ def run_dbt(
             on_event(event)
 
     spark = None if args[:1] in OFFLINE_COMMANDS else _embedded_session(args)
-    if spark is not None:
-        check_catalog_location(spark)
     overrides = code_generation_settings(args, spark)
     _apply_session_settings_once(overrides)
     since = checked_since_published(args)

@@ -124,7 +124,10 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     """Return the process's SparkSession, creating it with ``spark_conf(target)`` if none exists.
 
     Like dbt-spark's ``session`` method this enables Hive support and calls ``getOrCreate``, so a
-    dbt invocation in the same process reuses the session.
+    dbt invocation in the same process reuses the session. Raises ``WarehouseMoved`` when the
+    session's catalog names schemas outside its warehouse folder (``check_catalog_location``, once
+    per session): every command that starts Spark, a load as much as a build, stops before it
+    writes to a copied warehouse's original.
     """
     from pyspark.sql import SparkSession
 
@@ -134,7 +137,16 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
         builder = builder.config(key, value)
     # dbt-spark forces ANSI off for its sessions; match it so both see the same semantics.
     builder = builder.config("spark.sql.ansi.enabled", "false")
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if session is not _checked_session[0]:
+        check_catalog_location(session)
+        _checked_session[0] = session
+    return session
+
+
+#: The session whose catalog check_catalog_location last found in its warehouse folder: get_spark
+#: checks each session once.
+_checked_session: list = [None]
 
 
 class WarehouseMoved(RuntimeError):
