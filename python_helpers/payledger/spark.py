@@ -161,8 +161,8 @@ def check_catalog_location(spark) -> None:
     warehouse folder copied or moved elsewhere keeps a catalog that names the old folders: Spark
     would read and write the tables there, while what reads the folder itself (the stored maxima
     and table states run_dbt passes, publication, ``payledger balance`` and ``serve``) reads the
-    copy, and a build could take landed events for already classified. One call to the catalog
-    (``listDatabases``: each schema with its folder as a URI)."""
+    copy, so that a build could take newly landed events for ones already classified. One call to
+    the catalog (``listDatabases``: each schema with its folder as a URI)."""
     from urllib.parse import unquote, urlparse
 
     def folder(uri: str) -> Path:

@@ -1,6 +1,6 @@
-"""A warehouse whose catalog names folders elsewhere (copied or moved) is refused before dbt runs
-(``payledger.spark.check_catalog_location``), here against a stand-in for Spark's catalog: the
-schemas and folders Spark's ``catalog.listDatabases()`` gives."""
+"""A warehouse whose catalog names folders elsewhere (copied or moved) is refused when its Spark
+session starts (``payledger.spark.check_catalog_location``, from ``get_spark``), here against a
+stand-in for Spark's catalog: the schemas and folders Spark's ``catalog.listDatabases()`` gives."""
 
 from __future__ import annotations
 
