@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger-tests-"))
+# A space and a quote in the folder's name, as a user's folder may have: every in-process test then
+# starts Spark (its JVM options, the Derby metastore) and reads the tables' folders through them.
+WAREHOUSE = Path(tempfile.mkdtemp(prefix="payledger tests' "))
 # Before any Spark or dbt import: the profile reads these when the session starts.
 os.environ["PAYLEDGER_HOME"] = str(ROOT)
 os.environ["PAYLEDGER_WAREHOUSE"] = str(WAREHOUSE / "warehouse")

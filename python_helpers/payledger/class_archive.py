@@ -100,7 +100,9 @@ def make(archive: Path = DEFAULT_ARCHIVE) -> Path:
     partial = archive.with_name(archive.name + ".partial")
     partial.unlink(missing_ok=True)
     os.environ["PAYLEDGER_CLASS_ARCHIVE"] = ""
-    os.environ["PAYLEDGER_JAVA_OPTIONS"] = f"{os.environ.get('PAYLEDGER_JAVA_OPTIONS', '')} -XX:ArchiveClassesAtExit={partial} -Xlog:cds*=off"
+    # Quoted as the profile quotes its paths: Spark's launcher splits these options at spaces.
+    quoted = "'" + str(partial).replace("'", "'\\''") + "'"
+    os.environ["PAYLEDGER_JAVA_OPTIONS"] = f"{os.environ.get('PAYLEDGER_JAVA_OPTIONS', '')} -XX:ArchiveClassesAtExit={quoted} -Xlog:cds*=off"
     with tempfile.TemporaryDirectory(prefix="payledger-class-archive-") as folder:
         _train(Path(folder))
         stop_spark()  # the JVM writes the archive as it exits
