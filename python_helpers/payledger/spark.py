@@ -144,6 +144,13 @@ def get_spark(target: str | None = None):  # -> pyspark.sql.SparkSession
     return session
 
 
+def warehouse_folder(spark) -> Path:
+    """The folder of ``spark``'s warehouse (``spark.sql.warehouse.dir``, the format's folder of
+    ``default_warehouse()``). Spark keeps the setting as a path qualified with ``file:``, written as
+    is (a space stays a space, ``%41`` stays ``%41``), unlike the catalog's folder URIs."""
+    return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+
+
 #: The session whose catalog check_catalog_location last found in its warehouse folder: get_spark
 #: checks each session once.
 _checked_session: list = [None]
@@ -162,17 +169,15 @@ def check_catalog_location(spark) -> None:
     would read and write the tables there, while what reads the folder itself (the stored maxima
     and table states run_dbt passes, publication, ``payledger balance`` and ``serve``) reads the
     copy, so that a build could take newly landed events for ones already classified. One call to
-    the catalog (``listDatabases``: each schema with its folder as a URI)."""
+    the catalog (``listDatabases``: each schema with its folder as a URI, percent-encoded)."""
     from urllib.parse import unquote, urlparse
 
-    def folder(uri: str) -> Path:
-        return Path(unquote(urlparse(uri).path) if uri.startswith("file:") else uri).resolve()
-
-    root = folder(spark.conf.get("spark.sql.warehouse.dir"))
+    root = warehouse_folder(spark).resolve()
     for database in spark.catalog.listDatabases():
         if not database.locationUri:
             continue
-        location = folder(database.locationUri)
+        uri = database.locationUri
+        location = Path(unquote(urlparse(uri).path) if uri.startswith("file:") else uri).resolve()
         if location != root and root not in location.parents:
             raise WarehouseMoved(
                 f"schema {database.name} of this warehouse's catalog is in {location}, outside {root}: the warehouse "

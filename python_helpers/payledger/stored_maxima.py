@@ -239,11 +239,12 @@ def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]
     states (``TableFormat.table_states``; Delta's: ``delta_table_states``) for a ``build``, ``run``
     or ``snapshot`` there; each unset otherwise, and again afterwards."""
     from payledger.formats import session_table_format
+    from payledger.spark import warehouse_folder
 
     os.environ.pop(STORED_MAXIMA_ENV, None)
     os.environ.pop(TABLE_STATES_ENV, None)
     if spark is not None and args[:1] in (("build",), ("run",), ("snapshot",)):
-        folder = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+        folder = warehouse_folder(spark)
         table_format = session_table_format(spark)
         maxima = table_format.stored_maxima(folder) if args[0] != "snapshot" else {}
         if maxima:

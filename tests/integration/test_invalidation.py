@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import re
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 import payledger.dbt
 from payledger.formats import session_table_format, table_commits
 from payledger.maintain import project_tables
-from payledger.spark import SPARK_CODE_GENERATION
+from payledger.spark import SPARK_CODE_GENERATION, warehouse_folder
 from payledger.warehouse import AUDIT, CHECKPOINT, RECONCILIATION_RUNS, VIEW
 from tests.support import BuiltState, Landing, code_generation, event, merchant, policy, recorded_statements, rewritten, view_rows
 
@@ -182,8 +181,7 @@ def test_build_with_no_new_input_rewrites_nothing_and_commits_nothing(dbt, wareh
     before = view_rows(warehouse)
     commits = all_commits(warehouse)
     assert f"{VIEW}" in commits and "payledger_snapshots.snp_payledger__reserve_policies" in commits
-    tables_root = Path(warehouse.spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
-    states = session_table_format(warehouse.spark).table_states(tables_root)
+    states = session_table_format(warehouse.spark).table_states(warehouse_folder(warehouse.spark))
     statements = recorded_statements(monkeypatch)
     run = dbt.scenario_build()
     # Where run_dbt passes the tables' states (payledger.stored_maxima), each snapshot recorded its
