@@ -77,14 +77,16 @@ def _is_json_lines(path: Path) -> bool:
 def _json_rows(path: Path) -> Iterator[dict]:
     """The objects of a JSON Lines file, in file order (blank lines skipped). Numbers keep their
     exact text (``12.50`` stays ``"12.50"``: money is never a float); every value is a string or
-    null. Raises ``LoadError`` naming the line for anything else."""
+    null. A UTF-8 byte order mark at the start is skipped (.NET's and PowerShell 5's UTF-8 writers
+    add one; RFC 8259 lets a parser ignore it), as the CSV reader skips it. Raises ``LoadError``
+    naming the line for anything else."""
 
     def refuse(constant: str):
         raise ValueError(f"{constant} is not a number")
 
     opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as lines:
+        with opener(path, "rt", encoding="utf-8-sig") as lines:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue

@@ -110,6 +110,19 @@ def test_json_lines_events_load_with_the_types_of_csv(tmp_path, name):
     assert got[0]["event_time"] == dt.datetime(2026, 1, 1, 9, tzinfo=dt.UTC) and got[2]["event_time"] is None
 
 
+@pytest.mark.parametrize("name", ["events.jsonl", "events.jsonl.gz"])
+def test_json_lines_as_windows_tools_write_them_read_as_plain_ones(tmp_path, name):
+    """A UTF-8 byte order mark and CRLF line ends (.NET's UTF-8 writer, PowerShell 5's
+    ``Out-File -Encoding utf8``) change nothing: the same rows as the plain file."""
+    plain, exported = tmp_path / "plain.jsonl", tmp_path / name
+    plain.write_text(EVENT_LINES)
+    data = b"\xef\xbb\xbf" + EVENT_LINES.replace("\n", "\r\n").encode()
+    exported.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    expected = rows(plain, EVENT_FILE_SCHEMA, optional=frozenset())
+    assert [r["event_id"] for r in expected] == ["e1", "e2", "e3"]
+    assert rows(exported, EVENT_FILE_SCHEMA, optional=frozenset()) == expected
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
