@@ -166,7 +166,13 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
     """ISO 8601 strings -> UTC instants of ``field``'s type (the contract's ``timestamp[us, UTC]``): ``2026-10-01 12:00:00`` or with a ``T`` separator, an
     optional fraction, and a zone offset (``Z``, ``+01:00``, ``-0530``, ``+01``) that is converted
     to UTC; a time without an offset is UTC (the contract's zone), a date alone its midnight UTC.
-    Raises ``pa.ArrowInvalid`` for anything else."""
+    Two forms of exports are read too: `` UTC`` after the time (BigQuery's CSV of a TIMESTAMP) as
+    ``Z``, and a fraction finer than the microsecond (pandas' nanoseconds) truncated to it, as
+    ``_convert_column`` truncates Parquet's ``timestamp[ns]``. Raises ``pa.ArrowInvalid`` for
+    anything else."""
+    given = column
+    column = pc.replace_substring_regex(column, r"(\d) ?UTC$", r"\1Z")
+    column = pc.replace_substring_regex(column, r"(\.\d{6})\d+", r"\1")
     date_only = pc.match_substring_regex(column, r"^\d{4}-\d{2}-\d{2}$")
     has_offset = pc.match_substring_regex(column, r"(Z|[+-]\d{2}(:?\d{2})?)$")
     suffix = pc.if_else(date_only, "T00:00:00Z", pc.if_else(has_offset, "", "Z"))
@@ -175,7 +181,7 @@ def _parse_timestamps(column: pa.Array, field: pa.Field) -> pa.Array:
         return pc.cast(text, field.type)
     except pa.ArrowInvalid:
         # Name the first value as the file holds it (Arrow's message shows the suffixed text).
-        for original, value in zip(column.to_pylist(), text.to_pylist(), strict=True):
+        for original, value in zip(given.to_pylist(), text.to_pylist(), strict=True):
             try:
                 pc.cast(pa.array([value]), field.type)
             except pa.ArrowInvalid:

@@ -162,6 +162,30 @@ def test_a_csv_as_spreadsheets_export_it_reads_as_a_plain_one(tmp_path):
     assert rows(exported, EVENT_FILE_SCHEMA, optional=frozenset()) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        # BigQuery's CSV of a TIMESTAMP column.
+        ("2026-10-01 09:15:00 UTC", dt.datetime(2026, 10, 1, 9, 15, tzinfo=dt.UTC)),
+        ("2026-10-01 09:15:00.123456 UTC", dt.datetime(2026, 10, 1, 9, 15, 0, 123456, tzinfo=dt.UTC)),
+        # pandas' nanoseconds: truncated to the microsecond, as a Parquet timestamp[ns] is.
+        ("2026-10-01T09:15:00.123456789Z", dt.datetime(2026, 10, 1, 9, 15, 0, 123456, tzinfo=dt.UTC)),
+        ("2026-10-01 11:15:00.999999999+02:00", dt.datetime(2026, 10, 1, 9, 15, 0, 999999, tzinfo=dt.UTC)),
+    ],
+)
+def test_times_as_exports_write_them_are_their_utc_instants(tmp_path, text, instant):
+    path = tmp_path / "events.csv"
+    path.write_text(f"{EVENT_CSV.splitlines()[0]}\ne1,m1,USD,capture_settled,1.00,{text}\n")
+    assert [r["event_time"] for r in rows(path, EVENT_FILE_SCHEMA, optional=frozenset())] == [instant]
+
+
+def test_a_time_in_a_named_zone_is_refused_as_the_file_holds_it(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text(f"{EVENT_CSV.splitlines()[0]}\ne1,m1,USD,capture_settled,1.00,2026-10-01 09:15:00.1234567 CET\n")
+    with pytest.raises(LoadError, match=re.escape("'2026-10-01 09:15:00.1234567 CET' is not an ISO 8601 date-time")):
+        rows(path, EVENT_FILE_SCHEMA, optional=frozenset())
+
+
 def test_parquet_from_pandas_or_pyarrow_reads_with_the_contract_types(tmp_path):
     """A file written from pandas or pyarrow keeps its Arrow types: categorical (dictionary-encoded)
     text, ``decimal(12,2)`` amounts and millisecond times in a named zone read as the contract's
