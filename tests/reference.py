@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import string
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -27,6 +28,7 @@ EVENT_TYPES = {
     "payout_paid",
 }
 CURRENCY = re.compile(r"[A-Z]{3}")
+CAPITALS = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ def classify(events: list[dict]) -> tuple[list[dict], dict[int, str]]:
     accepted: dict[str, dict] = {}
     rejects: dict[int, str] = {}
     for event in sorted(events, key=lambda e: e["ingest_seq"]):
+        # ISO 4217 codes are capitals; a code sent in lower case (Stripe's `usd`) is that code.
+        if event["currency"] is not None:
+            event = {**event, "currency": event["currency"].translate(CAPITALS)}
         reason = validation_reason(event)
         if reason is None and event["event_id"] in accepted:
             first = accepted[event["event_id"]]

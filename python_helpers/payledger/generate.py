@@ -260,7 +260,7 @@ def _event_batch(options: GenerateOptions, cols: dict[str, np.ndarray], bad_kind
             cents[i] = (0, -cents[i], 0)[variant]
             amount_null[i] = variant == 2
         elif kind == "invalid_currency":
-            currency[i] = ("usd", "US", None)[variant]
+            currency[i] = ("US$", "US", None)[variant]
         else:
             time_null[i] = True
     amount = _scaled_decimal(cents, 2, FILE_AMOUNT_TYPE)

@@ -226,7 +226,7 @@ def fold_events(batch: int) -> list[dict]:
         event(f"{FOLD}b3", m1, "capture_settled", "0.00", "2026-04-01 00:00:00"),
         event(f"{FOLD}b4", m1, "capture_settled", "-1.00", "2026-04-01 00:00:00"),
         event(f"{FOLD}b5", m1, "capture_settled", None, "2026-04-01 00:00:00"),
-        event(f"{FOLD}b6", m1, "capture_settled", "1.00", "2026-04-01 00:00:00", currency="usd"),
+        event(f"{FOLD}b6", m1, "capture_settled", "1.00", "2026-04-01 00:00:00", currency="US$"),
         event(f"{FOLD}b7", m1, "capture_settled", "1.00", None),
         event(f"{FOLD}b8", m3, "capture_settled", "100.50", "2026-04-01 00:00:00", currency="JPY"),
         event(f"{FOLD}b9", m1, "capture_settled", "1.00", "2026-04-01 00:00:00", currency="XYZ"),
@@ -237,6 +237,9 @@ def fold_events(batch: int) -> list[dict]:
         event(f"{FOLD}e12", m3, "chargeback_opened", "2.00", "2026-04-11 00:00:00"),
         event(f"{FOLD}e13", m3, "chargeback_won", "2.00", "2026-04-12 00:00:00"),
         event(f"{FOLD}b6", m1, "capture_settled", "1.00", "2026-04-01 00:00:00"),  # valid copy after an invalid one
+        # A code in lower case, as Stripe writes it, is that currency; its copy in capitals is exact.
+        event(f"{FOLD}e14", m1, "capture_settled", "2.00", "2026-04-02 00:00:00", currency="usd"),
+        event(f"{FOLD}e14", m1, "capture_settled", "2.00", "2026-04-02 00:00:00", currency="USD"),
     ]
 
 

@@ -8,7 +8,10 @@ renamed as (
         ingest_seq,
         event_id,
         merchant_id,
-        currency,
+        {#- ISO 4217 codes in capitals: Stripe's API and exports write them in lower case (`usd`).
+            ASCII letters only, whatever the JVM's locale; anything else stays as landed and is
+            validated by int_payment_events_classified. #}
+        translate(currency, 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ') as currency,
         event_type,
         {#- As landed (decimal(38,18)): int_payment_events_classified validates it against the
             currency's minor unit and money_type(), then casts it. #}
