@@ -1,7 +1,8 @@
 """Source files as exports write them, read by the loader's conversion (``payledger.load``; pyarrow
 only, no Spark): dates given as date-times at midnight UTC, ``reserve_pct`` as a fraction or a
-percentage, and events as JSON Lines (plain or gzip-compressed). Each refused form is named, with
-its row, in the error. Loading into the landing tables is ``tests/integration/test_loader_and_cli.py``."""
+percentage, times as BigQuery and pandas write them, and events as JSON Lines (plain or
+gzip-compressed, with or without a byte order mark). Each refused form is named, with its row, in
+the error. Loading into the landing tables is ``tests/integration/test_loader_and_cli.py``."""
 
 from __future__ import annotations
 
