@@ -33,17 +33,18 @@ AGING_BUILDS ?= 100
 help: ## List the tasks
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-# The JVM's class archive for Spark drivers (python_helpers/payledger/class_archive.py).
-CLASS_ARCHIVE := jars/spark-classes.jsa
+# The JVM's ahead-of-time cache for Spark drivers (python_helpers/payledger/class_archive.py).
+CLASS_ARCHIVE := jars/spark-classes.aot
 
-setup: $(STAMP) $(JARS) $(CLASS_ARCHIVE) ## Install Java, Maven, Chromium (apt), .venv (uv), the Delta and Iceberg jars (Maven) and the JVM's class archive; idempotent
+setup: $(STAMP) $(JARS) $(CLASS_ARCHIVE) ## Install Java, Maven, Chromium (apt), .venv (uv, with Spark's Java 25), the Delta, Iceberg and Hadoop jars (Maven) and the JVM's AOT cache; idempotent
 
-$(STAMP): requirements.txt python_helpers/pyproject.toml scripts/install_system_packages.sh
+$(STAMP): requirements.txt python_helpers/pyproject.toml python_helpers/payledger/java_runtime.py scripts/install_system_packages.sh
 	bash scripts/install_system_packages.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet $(UV)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.txt
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps -e python_helpers
+	$(PY) -m payledger.java_runtime
 	$(PY) -m compileall -q -j 0 $(VENV)/lib python_helpers/payledger tests
 	touch $(STAMP)
 
@@ -57,7 +58,7 @@ $(JARS) &: pom.xml jars.sha256 $(STAMP)
 # Made again when the jars, the profile or the workload change; a JVM that cannot write one is
 # reported, and Spark then starts without it.
 $(CLASS_ARCHIVE): $(JARS) $(STAMP) profiles/profiles.yml python_helpers/payledger/class_archive.py
-	$(PY) -m payledger.class_archive $@ > $@.log 2>&1 || { tail -20 $@.log >&2; echo "warning: no class archive made ($@.log)" >&2; }
+	$(PY) -m payledger.class_archive $@ > $@.log 2>&1 || { tail -20 $@.log >&2; echo "warning: no ahead-of-time cache made ($@.log)" >&2; }
 
 demo: setup ## Run the main job on the embedded default (generate, build, new batch, policy change)
 	$(VENV)/bin/payledger demo

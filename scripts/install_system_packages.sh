@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what pip cannot: a Java runtime for Spark, Maven (fetches the Delta and Iceberg jars of
-# pom.xml from Maven Central), headless Chromium with its WebDriver (the docs browser test) and wrk
-# (the HTTP load generator of make bench-serve).
+# Installs what pip cannot: Maven with a Java runtime (fetches the jars of pom.xml from Maven
+# Central; Spark runs on the Java 25 of requirements.txt), headless Chromium with its WebDriver (the
+# docs browser test) and wrk (the HTTP load generator of make bench-serve).
 # Idempotent; needs root (or sudo) only when something is missing.
 set -euo pipefail
 missing=()

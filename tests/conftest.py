@@ -53,7 +53,7 @@ os.environ.setdefault("DBT_TARGET_PATH", str(WAREHOUSE / "dbt" / "target"))
 # Python) for the same 22 tests, 1,000 s against 976 s (the default one had the larger share of the
 # cores); alone, C2 compiled less and its code ran slower, so a lone run's wall barely moved. Less
 # inlining still was worse (CHANGELOG.md, 2026-12-04). Every JVM of the tests, workers' and
-# processes' alike, runs the parallel collector instead of G1 (Java 17's default here): a test's
+# processes' alike, runs the parallel collector instead of G1 (Java's default): a test's
 # builds are a batch job, and G1's concurrent work and write barriers are CPU that the other worker
 # needs. The Delta maintenance test alone on the idle machine used 236-258 machine CPU-seconds
 # (143-153 s) in two runs with it, 265-299 (156-176 s) in four with G1. Any other

@@ -1,17 +1,20 @@
-"""The JVM class archive that ``make setup`` writes: class data sharing (CDS) for Spark's drivers.
+"""The JVM's ahead-of-time cache that ``make setup`` writes, for Spark's drivers (Java 25).
 
-A new Spark driver loads and verifies thousands of classes (Spark, Hive's metastore client, Derby,
-Delta, Iceberg) before it has run a statement. Java's class data sharing keeps them ready in an
-archive that each new JVM maps: the profile's targets pass ``-XX:SharedArchiveFile`` (the path in
-``PAYLEDGER_CLASS_ARCHIVE``, default ``jars/spark-classes.jsa``), so a `payledger` command, a cron
-build or a newcomer's `dbt build` starts sooner. The archive is a dynamic one (JDK 13+): one JVM
-runs a small workload of the statements a build runs, on both table formats, in a temporary
-warehouse, and writes the classes it loaded when it exits (``-XX:ArchiveClassesAtExit``).
+A new Spark driver loads, verifies and links thousands of classes (Spark, Hive's metastore client,
+Derby, Delta, Iceberg) and then spends most of its CPU compiling them, before and while it runs its
+first statements. Java 25's ahead-of-time cache (JEP 483, 514, 515) keeps the classes loaded and
+linked, with the method profiles of a training run, in a file that each new JVM maps: the profile's
+targets pass ``-XX:AOTCache`` (the path in ``PAYLEDGER_CLASS_ARCHIVE``, default
+``jars/spark-classes.aot``), so a `payledger` command, a cron build or a newcomer's `dbt build`
+starts sooner and reaches compiled code sooner. One JVM runs a small workload of the statements a
+build runs, on both table formats, in a temporary warehouse, and records what it loaded and
+profiled; as it exits, Java starts a second JVM that writes the cache (``-XX:AOTCacheOutput``).
 
-It belongs to this machine's JDK and to the class path it was made with (the profile's jars, then
-pyspark's); with another JDK or class path the JVM ignores it and loads classes as usual. Without
-the file, the JVM starts without sharing at all (a little slower than the JDK's default): ``make
-setup`` makes it again whenever the jars, the profile or this module change.
+The cache belongs to the Java runtime (``payledger.java_runtime``) and to the class path it was
+made with (the profile's jars, then pyspark's); ``make setup`` makes it again whenever the jars,
+the venv, the profile or this module change. Java 25.0.2 does not check that the class path's jars
+are unchanged (JDK-8377932, fixed in a later update): a cache older than its jars must be made
+again, which the Makefile's dependencies do. Without the file, the JVM starts without one.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from pathlib import Path
 
 from payledger.spark import PROJECT_ROOT
 
-#: Where the profile looks for the archive unless ``PAYLEDGER_CLASS_ARCHIVE`` says otherwise.
-DEFAULT_ARCHIVE = PROJECT_ROOT / "jars" / "spark-classes.jsa"
+#: Where the profile looks for the cache unless ``PAYLEDGER_CLASS_ARCHIVE`` says otherwise.
+DEFAULT_ARCHIVE = PROJECT_ROOT / "jars" / "spark-classes.aot"
 
 #: Statements of a build's kinds (create, merge with row deletes, append, replace, describe,
 #: listing, joins and aggregates, time travel, history, maintenance), per format.
@@ -90,10 +93,10 @@ def _train(warehouse: Path) -> None:
 
 
 def make(archive: Path = DEFAULT_ARCHIVE) -> Path:
-    """Write the class archive to ``archive`` (replacing it whole) and return its path.
+    """Write the ahead-of-time cache to ``archive`` (replacing it whole) and return its path.
 
-    Starts one Spark driver with the profile's class path and options, and no archive of its own.
-    Raises ``RuntimeError`` if the JVM wrote no archive (for example a JDK without dynamic CDS).
+    Starts one Spark driver with the profile's class path and options, and no cache of its own.
+    Raises ``RuntimeError`` if no cache was written (for example a Java before 25).
     """
     from payledger.spark import stop_spark
 
@@ -102,20 +105,20 @@ def make(archive: Path = DEFAULT_ARCHIVE) -> Path:
     os.environ["PAYLEDGER_CLASS_ARCHIVE"] = ""
     # Quoted as the profile quotes its paths: Spark's launcher splits these options at spaces.
     quoted = "'" + str(partial).replace("'", "'\\''") + "'"
-    os.environ["PAYLEDGER_JAVA_OPTIONS"] = f"{os.environ.get('PAYLEDGER_JAVA_OPTIONS', '')} -XX:ArchiveClassesAtExit={quoted} -Xlog:cds*=off"
+    os.environ["PAYLEDGER_JAVA_OPTIONS"] = f"{os.environ.get('PAYLEDGER_JAVA_OPTIONS', '')} -XX:AOTCacheOutput={quoted}"
     with tempfile.TemporaryDirectory(prefix="payledger-class-archive-") as folder:
         _train(Path(folder))
-        stop_spark()  # the JVM writes the archive as it exits
+        stop_spark()  # as the JVM exits, a second JVM writes the cache; stop_spark waits for both
     if not partial.exists():
-        raise RuntimeError(f"the JVM wrote no class archive to {partial}")
+        raise RuntimeError(f"the JVM wrote no ahead-of-time cache to {partial}")
     partial.replace(archive)
     return archive
 
 
 def main() -> None:
-    """``python -m payledger.class_archive [PATH]``: write the archive (default ``DEFAULT_ARCHIVE``)."""
+    """``python -m payledger.class_archive [PATH]``: write the cache (default ``DEFAULT_ARCHIVE``)."""
     path = make(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ARCHIVE)
-    print(f"class archive: {path} ({path.stat().st_size // 2**20} MiB)")
+    print(f"ahead-of-time cache: {path} ({path.stat().st_size // 2**20} MiB)")
 
 
 if __name__ == "__main__":

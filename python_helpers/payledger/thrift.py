@@ -52,10 +52,10 @@ def _port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def _spawn(name: str, argv: list[str]) -> int:
+def _spawn(name: str, argv: list[str], extra_env: dict[str, str] | None = None) -> int:
     state = _state_dir()
     log = open(state / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it open
-    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1", **(extra_env or {})}
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=state)
     (state / f"{name}.pid").write_text(str(process.pid))
     return process.pid
@@ -105,6 +105,12 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     pids = {}
     master = conf.pop("spark.master", "local[*]")
     if standalone:
+        # The master's, the worker's and the executors' JVMs run on the same Java as the driver
+        # (payledger.java_runtime) and need the same jars first on their class path: pyspark's
+        # Hadoop 3.3.4 client cannot start on Java 25 (pom.xml).
+        daemon_env = {"SPARK_DAEMON_CLASSPATH": os.pathsep.join(jars)}
+        conf["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+        conf["spark.executor.extraJavaOptions"] = conf.get("spark.driver.extraJavaOptions", "")
         pids["master"] = _spawn(
             "master",
             [
@@ -117,6 +123,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
                 "--webui-port",
                 "0",
             ],
+            daemon_env,
         )
         _wait_for_port("master", MASTER_PORT, timeout_s)
         master = f"spark://127.0.0.1:{MASTER_PORT}"
@@ -135,6 +142,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
                 "--memory",
                 "4g",
             ],
+            daemon_env,
         )
     argv = [str(home / "bin" / "spark-submit"), "--class", THRIFT_CLASS, "--name", "payledger-thrift", "--master", master]
     argv += ["--driver-class-path", os.pathsep.join(jars), "--jars", ",".join(jars)]
