@@ -116,7 +116,7 @@ def make(archive: Path = DEFAULT_ARCHIVE) -> Path:
 
 
 def main() -> None:
-    """``python -m payledger.class_archive [PATH]``: write the cache (default ``DEFAULT_ARCHIVE``)."""
+    """``python -m payledger.class_archive [PATH]``: write the cache (default: DEFAULT_ARCHIVE)."""
     path = make(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ARCHIVE)
     print(f"ahead-of-time cache: {path} ({path.stat().st_size // 2**20} MiB)")
 

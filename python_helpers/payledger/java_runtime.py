@@ -54,7 +54,7 @@ def install_hook(site_packages: Path | None = None) -> Path:
 
 
 def main() -> None:
-    """``python -m payledger.java_runtime``: write the hook into this interpreter's site-packages."""
+    """``python -m payledger.java_runtime``: write the hook into this venv's site-packages."""
     hook = install_hook()
     print(f"{hook}: JAVA_HOME={bundled_java_home()} (PAYLEDGER_JAVA_HOME overrides)", file=sys.stderr)
 

@@ -1,4 +1,5 @@
-"""The ``.pth`` line that points ``JAVA_HOME`` at the bundled Java runtime (``payledger.java_runtime``)."""
+"""The ``.pth`` line that points ``JAVA_HOME`` at the bundled Java runtime
+(``payledger.java_runtime``)."""
 
 from __future__ import annotations
 
