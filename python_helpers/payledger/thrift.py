@@ -97,7 +97,8 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     fmt = server_format()
     conf = spark_conf(format_named(fmt).target)  # the embedded target's Spark configuration
     # The profile's driver class path: the server's too, and shipped to a standalone cluster's executors.
-    jars = conf.pop("spark.driver.extraClassPath").split(os.pathsep)
+    class_path = conf.pop("spark.driver.extraClassPath")
+    jars = class_path.split(os.pathsep)
     missing = [path for path in jars if not os.path.exists(path)]
     if missing:
         raise ThriftError(f"missing {', '.join(missing)}: run make setup")
@@ -108,8 +109,8 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
         # The master's, the worker's and the executors' JVMs run on the same Java as the driver
         # (payledger.java_runtime) and need the same jars first on their class path: pyspark's
         # Hadoop 3.3.4 client cannot start on Java 25 (pom.xml).
-        daemon_env = {"SPARK_DAEMON_CLASSPATH": os.pathsep.join(jars)}
-        conf["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+        daemon_env = {"SPARK_DAEMON_CLASSPATH": class_path}
+        conf["spark.executor.extraClassPath"] = class_path
         conf["spark.executor.extraJavaOptions"] = conf.get("spark.driver.extraJavaOptions", "")
         pids["master"] = _spawn(
             "master",
@@ -145,7 +146,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
             daemon_env,
         )
     argv = [str(home / "bin" / "spark-submit"), "--class", THRIFT_CLASS, "--name", "payledger-thrift", "--master", master]
-    argv += ["--driver-class-path", os.pathsep.join(jars), "--jars", ",".join(jars)]
+    argv += ["--driver-class-path", class_path, "--jars", ",".join(jars)]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     argv += ["--conf", "spark.sql.ansi.enabled=false"]
