@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,7 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
     machine, no difference beyond the spread on a fast one). They are applied again when the
     session or the settings differ from the ones applied, so each invocation still starts from the
     profile's settings, as upstream's do, with the invocation's own on top (``_invocation_settings``).
+    Each statement's jobs carry its dbt node's job tag (``_tag_jobs_with_node``).
     Raises dbt's ``DbtRuntimeError`` for Spark's ``AnalysisException``, as upstream does."""
     from dbt_common.exceptions import DbtRuntimeError
     from pyspark.sql import SparkSession
@@ -205,10 +207,38 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
             builder = builder.config(parameter, value)
         session = builder.getOrCreate()
         _applied_settings[:] = [(session, wanted)]
+    _tag_jobs_with_node(session)
     try:
         self._df = session.sql(sql)
     except AnalysisException as exc:
         raise DbtRuntimeError(str(exc)) from exc
+
+
+#: The node whose job tag this thread's statements carry, and on which SparkContext (tags are a
+#: context's, per JVM thread): ``_tag_jobs_with_node``.
+_thread_tags = threading.local()
+
+
+def _tag_jobs_with_node(session) -> None:
+    """Tag the Spark jobs this thread submits from now on with the dbt node it runs (dbt's
+    ``node_info`` of the thread's context; none outside a node, as in hooks), so that
+    ``payledger.sparkwork`` can attribute them when dbt runs nodes on several threads. PySpark pins
+    each Python thread to a JVM thread, and a job carries the job tags of the thread that submitted
+    it (``SparkContext.addJobTag``, Spark 3.5), so one node's jobs cannot take another's tag. Calls
+    the JVM only when the thread's node changes."""
+    from dbt_common.events.contextvars import get_node_info
+
+    from payledger.sparkwork import node_job_tag
+
+    unique_id = get_node_info().get("unique_id")
+    context = session.sparkContext
+    if getattr(_thread_tags, "unique_id", None) == unique_id and getattr(_thread_tags, "context", None) is context:
+        return
+    context.clearJobTags()
+    tag = node_job_tag(unique_id) if unique_id else None
+    if tag is not None:
+        context.addJobTag(tag)
+    _thread_tags.unique_id, _thread_tags.context = unique_id, context
 
 
 def _apply_session_settings_once(overrides: dict[str, str]) -> None:
