@@ -20,11 +20,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
+
+#: dbt calls back from each of its threads: one marker at a time, each a line of its own.
+_saying = threading.Lock()
 
 
 def _say(marker: str) -> None:
-    print(marker, flush=True)
+    with _saying:
+        sys.stdout.write(marker + "\n")
+        sys.stdout.flush()
 
 
 def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool = False):
@@ -32,13 +38,15 @@ def _build(artefacts: Path, with_tests: bool = True, full_reconciliation: bool =
     from tests.support import SCENARIO_SELECTION, DbtProject
 
     nodes: list[str] = []
+    starting = threading.Lock()
 
     def on_event(event) -> None:  # BUILDING: the first node starts (parsing and start-up are over)
         if event.info.name == "NodeStart":
-            if not nodes:
-                _say("BUILDING")
-            nodes.append(f"{event.data.node_info.unique_id} {event.data.node_info.materialized}")
-            _say(f"NODE {nodes[-1]}")  # the crash test kills when its chosen node starts
+            with starting:  # dbt's threads start nodes at once: one BUILDING, nodes in order
+                if not nodes:
+                    _say("BUILDING")
+                nodes.append(f"{event.data.node_info.unique_id} {event.data.node_info.materialized}")
+                _say(f"NODE {nodes[-1]}")  # the crash test kills when its chosen node starts
 
     # Generic and unit tests are left out for speed; the singular tests (reconciliation,
     # conservation) run when with_tests is true, on every key when full_reconciliation is.
