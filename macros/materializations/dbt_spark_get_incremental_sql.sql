@@ -51,21 +51,20 @@
 
 {#-
     Private. Caches the rows of the temporary view `source` and returns the relation to read them
-    from: `<source>__cached`, a temporary view over `source` that stores its analyzed plan.
-    Spark 3.5 never matches a cached view whose query has CTEs (every dbt model) against a later
-    read of it: each read analyzes the query again and numbers its CTEs anew (SPARK-46741, fixed
-    after 3.5). A view that stores its analyzed plan is the same plan at every read, so the reads
-    find the cache. The setting is restored at once; it only decides how that view is stored.
+    from: `<source>__cached`, a temporary view over `source`. Spark 3.5 never matches a cached view
+    whose query has CTEs (every dbt model) against a later read of it: each read analyzes the query
+    again and numbers its CTEs anew (SPARK-46741, fixed after 3.5). A view that stores its analyzed
+    plan is the same plan at every read, so the reads find the cache: the profiles' embedded
+    targets (and `payledger thrift`'s server) store every temporary view's analyzed plan
+    (spark.sql.legacy.storeAnalyzedPlanForView). A session without it computes the rows again at
+    each read (the same rows, slower); the setting is not switched here, which dbt's threads would
+    race on.
 -#}
 {% macro _cached_new_rows(source) %}
     {%- set cached = source.incorporate(path={'identifier': source.identifier ~ '__cached'}) -%}
-    {%- set setting = 'spark.sql.legacy.storeAnalyzedPlanForView' -%}
-    {%- set before = session_setting(setting) | string | lower -%}
     {#- adapter.execute, not run_query: these statements return no result set (PyHive fails on fetch). -#}
     {%- do adapter.execute('uncache table if exists ' ~ cached) -%}
-    {%- do adapter.execute('set ' ~ setting ~ ' = true') -%}
     {%- do adapter.execute('create or replace temporary view ' ~ cached ~ ' as select * from ' ~ source) -%}
-    {%- do adapter.execute('set ' ~ setting ~ ' = ' ~ before) -%}
     {%- do adapter.execute('cache table ' ~ cached) -%}
     {{- return(cached) -}}
 {% endmacro %}
