@@ -7,10 +7,17 @@
         answer, with this invocation's id, as JSON in the Spark session's setting
         `payledger.run_watermarks`; later calls in the same invocation read it back (one `set`
         command: no catalog lookup, no query). One of another invocation is ignored and replaced.
-        Every reader asks for a table that this invocation has not written yet when it asks (a
-        model reads its own watermark, or an upstream model's, before it writes), so the kept
-        answer is the one a fresh read would give: a Thrift Server connection that is a session of
-        its own reads the watermarks once more, and gets the same values.
+        Why the kept answer serves every later caller, whichever node read first: a node uses only
+        watermarks of tables that nothing this invocation wrote before it changed, namely its own
+        table (read before it writes), the landed events (the loader's, not dbt's) and tables
+        downstream of it (back-edges: the dedup index, the checkpoint, the audit), which dbt writes
+        after it. With dbt's threads two nodes that do not depend on each other can both read
+        first, at once: each uses its own read and the later is kept; neither writes a table the
+        other's values come from. The one upstream value, the classification's watermark
+        (checkpoint_watermark_query), can be kept after the classification's write only in a first
+        build (its model then reads no watermark), where there is no checkpoint to ask about. A
+        Thrift Server connection that is a session of its own reads the watermarks once more, and
+        gets the same values.
         Returns {name: value}: integers for the ingest positions and the dedup directory's unit
         base, 'yyyy-mm-dd hh:mm:ss.ffffff' or none for `audit_policy_observed_at`; 0 (none for the
         timestamp) where the table is absent or empty. Names: see _watermark_columns. While dbt
