@@ -4,10 +4,11 @@ build's account per dbt node."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
-from payledger.aging import AgingBuild, _cycle_peaks, aging_targets, node_account, node_medians, small_build_targets
+from payledger.aging import AgingBuild, _cycle_peaks, aging_targets, maintenance_seconds, node_account, node_medians, small_build_targets
 from payledger.bench import _bytes
 from payledger.maintain import FileCounts
 from payledger.sparkwork import BETWEEN_NODES, SparkWork, Submitted, by_node
@@ -76,6 +77,8 @@ def test_small_build_targets_are_met_or_missed_by_their_limits():
     assert found["warm scheduled build: median Spark jobs <= 60"]["value"] == 55 and found["warm scheduled build: median Spark jobs <= 60"]["met"]
     cold = found["payledger build from a new process <= 40 s"]
     assert (cold["value"], cold["limit"], cold["met"], cold["detail"]) == (41.0, 40.0, False, "35.0 s, 41.0 s")
+    maintained = next(t for t in small_build_targets(fast, "delta", cold=[35.0, 52.5], newcomer=[], cold_maintenance=[0.0, 15.0]) if t["name"] == cold["name"])
+    assert (maintained["value"], maintained["met"], maintained["detail"]) == (37.5, True, "35.0 s, 52.5 s (37.5 s and maintenance 15.0 s)")
     newcomer = next(t for t in found.values() if t["name"].startswith("newcomer"))
     assert newcomer["met"] and newcomer["limit"] == 60.0
     iceberg = {t["name"] for t in small_build_targets(fast, "iceberg", cold=[], newcomer=[50.0])}
@@ -222,3 +225,12 @@ def test_the_stall_probe_reports_a_stall_of_its_process_in_the_slice_it_overlaps
     around = slice_at(stopped_at - 0.1, 0.5)
     assert 250 <= probe_late_ms(probe, around) < 2000, probe.late
     assert probe_late_ms(probe, quiet) < 250, probe.late
+
+
+def test_a_cold_builds_maintenance_seconds_come_from_its_maintenance_line_when_tables_were_due():
+    due = {"event": "maintenance", "success": True, "seconds": 14.2, "tables": [{"table": "payledger.merchant_balance_current"}]}
+    checked = {"event": "maintenance", "success": True, "seconds": 0.4, "tables": []}
+    build = {"event": "build", "success": True, "seconds": 22.0}
+    lines = [json.dumps(build), "{not json", "dbt says hello", json.dumps(due)]
+    assert maintenance_seconds("\n".join(lines)) == 14.2
+    assert maintenance_seconds("\n".join([json.dumps(build), json.dumps(checked)])) == 0.0
