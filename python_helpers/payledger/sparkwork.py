@@ -6,11 +6,11 @@ stores (the live ``AppStatusStore`` behind ``SparkContext.statusTracker`` and th
 and executions submitted after it, each with its submission time and the dbt node that submitted it
 where Spark says so, so that they can be attributed to dbt nodes (``by_node``). ``run_dbt`` tags
 each Spark job with the node whose statement submitted it (Spark 3.5's job tags, set on the
-statement's thread: ``node_job_tag``), which holds when dbt runs nodes on several threads. The stores keep the last ``spark.ui.retainedJobs``
-jobs (default 1,000) and ``spark.sql.ui.retainedExecutions`` executions (the profiles keep 10,000):
-counts are taken from job and execution ids, which Spark numbers from 0 in submission order, so a
-window that outgrows the retention is still counted right; only its attribution to nodes loses the
-oldest entries.
+statement's thread: ``node_job_tag``), which holds when dbt runs nodes on several threads. The
+stores keep the last ``spark.ui.retainedJobs`` jobs (default 1,000) and
+``spark.sql.ui.retainedExecutions`` executions (the profiles keep 10,000): counts are taken from job
+and execution ids, which Spark numbers from 0 in submission order, so a window that outgrows the
+retention is still counted right; only its attribution to nodes loses the oldest entries.
 """
 
 from __future__ import annotations
