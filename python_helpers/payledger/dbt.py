@@ -150,6 +150,7 @@ def run_dbt(
     finally:
         os.environ.pop(CHECKED_SINCE_ENV, None)
         _invocation_settings.clear()
+        _untag_this_thread()
     results = getattr(outcome.result, "results", None) or []
     # run-operation returns result entries without a node (RunResultOutput has unique_id instead).
     nodes = {(r.node.unique_id if hasattr(r, "node") else r.unique_id): r for r in results}
@@ -239,6 +240,16 @@ def _tag_jobs_with_node(session) -> None:
     if tag is not None:
         context.addJobTag(tag)
     _thread_tags.unique_id, _thread_tags.context = unique_id, context
+
+
+def _untag_this_thread() -> None:
+    """Take this thread's node tag off its later Spark jobs (``_tag_jobs_with_node``): dbt runs the
+    project's hooks on the calling thread, each as a node of its own, and what the caller runs after
+    the invocation (publication, a test's own queries) is no node's."""
+    context = getattr(_thread_tags, "context", None)
+    if getattr(_thread_tags, "unique_id", None) is not None and context is not None and context._jsc is not None:
+        context.clearJobTags()
+    _thread_tags.unique_id = None
 
 
 def _apply_session_settings_once(overrides: dict[str, str]) -> None:

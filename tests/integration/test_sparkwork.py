@@ -33,7 +33,7 @@ def test_jobs_go_to_the_node_whose_thread_submitted_them_while_nodes_overlap(spa
     execution with jobs counts under the node that submitted it, though both windows hold all."""
     from dbt_common.events.contextvars import log_contextvars
 
-    from payledger.dbt import _tag_jobs_with_node
+    from payledger.dbt import _tag_jobs_with_node, _untag_this_thread
 
     counter = WorkCounter(spark)
     mark = counter.mark()
@@ -53,7 +53,11 @@ def test_jobs_go_to_the_node_whose_thread_submitted_them_while_nodes_overlap(spa
         thread.start()
     for thread in threads:
         thread.join()
-    _tag_jobs_with_node(spark)  # this thread runs no node: its later jobs carry no tag
+    # This thread runs a hook, as dbt does on run_dbt's thread; after the invocation its jobs are
+    # no node's (run_dbt takes the tag off).
+    with log_contextvars(node_info={"unique_id": "operation.payledger.payledger-on-run-end-0"}):
+        _tag_jobs_with_node(spark)
+    _untag_this_thread()
     spark.range(3).collect()
     window = (started, dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1))
     account = by_node(counter.since(mark), dict.fromkeys(queries, window))
