@@ -77,9 +77,7 @@ class WorkCounter:
         found = []
         iterator = self._context.statusStore().jobsList(None).iterator()
         while iterator.hasNext():
-            job = iterator.next()
-            submitted = job.submissionTime()
-            found.append(Submitted(job.jobId(), submitted.get().getTime() if submitted.isDefined() else 0, _job_name(job), _tagged_node(job)))
+            found.append(_submitted_job(iterator.next()))
         return found
 
     def _executions(self) -> list[Submitted]:
@@ -128,8 +126,7 @@ class WorkCounter:
                 job = store.job(job_id)
             except Py4JJavaError:  # no longer retained (NoSuchElementException): counted, not listed
                 continue
-            submitted = job.submissionTime()
-            jobs.append(Submitted(job_id, submitted.get().getTime() if submitted.isDefined() else 0, _job_name(job), _tagged_node(job)))
+            jobs.append(_submitted_job(job))
         node_of_job = {job.id: job.node for job in jobs}
         executions, roots = [], {}
         for execution_id in range(mark.last_execution + 1, now.last_execution + 1):
@@ -145,6 +142,13 @@ class WorkCounter:
         node_of_execution = {execution.id: execution.node for execution in executions}
         executions = [replace(execution, node=node_of_execution.get(roots[execution.id])) if execution.node is None else execution for execution in executions]
         return SparkWork(now.last_job - mark.last_job, now.last_execution - mark.last_execution, jobs, executions)
+
+
+def _submitted_job(job) -> Submitted:
+    """A job (Spark's ``JobData``) as ``Submitted``: its id, submission time (0 if Spark has none),
+    name and tagged node."""
+    submitted = job.submissionTime()
+    return Submitted(job.jobId(), submitted.get().getTime() if submitted.isDefined() else 0, _job_name(job), _tagged_node(job))
 
 
 def _job_name(job) -> str:
