@@ -11,6 +11,9 @@ STAMP := $(VENV)/.payledger-installed
 # from none): uv does not, and where PYTHONDONTWRITEBYTECODE is set (these machines) Python never
 # writes it, so every process compiled each module it imported again (a `dbt parse` 14.0 s -> 9.0
 # s). compileall, not uv's --compile-bytecode, which compiles only the packages it installs.
+# python_helpers is installed editable with its folder on sys.path (setuptools' compat mode):
+# dbt finds the project's plugin (dbt_payledger) among the top-level modules on sys.path, which
+# the default editable install's import hook hides.
 UV := uv==0.13.8
 # The table formats' jars, from Maven Central (pom.xml), checked against jars.sha256.
 JARS := $(addprefix jars/,$(shell awk '{print $$2}' jars.sha256))
@@ -43,9 +46,9 @@ $(STAMP): requirements.txt python_helpers/pyproject.toml python_helpers/payledge
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet $(UV)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.txt
-	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps -e python_helpers
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps --config-settings editable_mode=compat -e python_helpers
 	$(PY) -m payledger.java_runtime
-	$(PY) -m compileall -q -j 0 $(VENV)/lib python_helpers/payledger tests
+	$(PY) -m compileall -q -j 0 $(VENV)/lib python_helpers/payledger python_helpers/dbt_payledger tests
 	touch $(STAMP)
 
 $(JARS) &: pom.xml jars.sha256 $(STAMP)

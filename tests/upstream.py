@@ -15,6 +15,7 @@ in its macro properties (``macros/**/_*.yml``) what it was written against::
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import sysconfig
@@ -102,3 +103,16 @@ def replaced_upstream() -> dict[str, str]:
     for path in installed("dbt/include").rglob("*.sql"):
         upstream |= set(_defined(path.read_text()).values())
     return {name: block for name, (_, block) in project_macros().items() if block in upstream}
+
+
+def function_digest(file: str, name: str) -> str:
+    """sha256 of the source text of the function ``name`` (``Class.method`` for a method) in the
+    installed ``file`` (a path under site-packages); ``LookupError`` when it has none."""
+    source = installed(file).read_text()
+    body = ast.parse(source).body
+    for part in name.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == part), None)
+        if node is None:
+            raise LookupError(f"no `{name}` in {file}")
+        body = node.body
+    return hashlib.sha256(ast.get_source_segment(source, node).encode()).hexdigest()

@@ -144,10 +144,12 @@ def run_dbt(
     os.environ.pop(CHECKED_SINCE_ENV, None)
     if since is not None:
         os.environ[CHECKED_SINCE_ENV] = json.dumps(since)
+    _run_dbt_invocations.append(args)
     try:
         with session_settings(spark, overrides), stored_maxima_for_invocation(spark, args):  # no overrides: nothing set
             outcome = dbtRunner(callbacks=[collect]).invoke(argv)
     finally:
+        _run_dbt_invocations.remove(args)
         os.environ.pop(CHECKED_SINCE_ENV, None)
         _invocation_settings.clear()
         _untag_this_thread()
@@ -164,6 +166,73 @@ def run_dbt(
     if spark is not None:  # the session dbt built with (embedded targets only)
         invocation.publication = publish_after(invocation, spark, default_warehouse())
     return invocation
+
+
+#: The dbt invocations run_dbt has under way in this process (their command lines): the project's
+#: dbt plugin (``prepare_command_line_invocation``) leaves those to run_dbt.
+_run_dbt_invocations: list[tuple[str, ...]] = []
+#: The dbt project this package serves (``name`` in dbt_project.yml).
+PROJECT_NAME = "payledger"
+
+
+def prepare_command_line_invocation(project_name: str) -> None:
+    """Give a dbt invocation that run_dbt did not start, such as ``dbt build`` typed in a shell, the
+    stored state run_dbt passes (``payledger.stored_maxima.set_stored_state``: the watermarks'
+    stored maxima and the tables' states, read from the tables' logs), so that it probes no more
+    than ``payledger build`` does. Called by the project's dbt plugin (``dbt_payledger``) as dbt
+    loads the project, before it parses or runs anything, with the project's name.
+
+    Only for this project's ``build``, ``run`` or ``snapshot`` (dbt's ``WHICH`` flag) on a target
+    of dbt-spark's ``session`` method: it starts the Spark session dbt-spark would (the profile's
+    ``server_side_parameters`` as dbt rendered them, ``getOrCreate``; dbt reuses it), checks that
+    its catalog is in its warehouse folder (``payledger.spark.check_catalog_location``, which also
+    takes the metastore, so no other process writes between the read and the build), then reads.
+    Anything else, or an invocation run_dbt started, gets nothing (what an earlier invocation in
+    this process set is unset): ``run_watermarks`` then reads every watermark with Spark and each
+    snapshot is probed, as before. The variables are set in ``os.environ`` and in the environment
+    dbt's ``env_var`` reads, the copy of it that dbt made as the invocation started
+    (``dbt_common.context.get_invocation_context().env``). Raises
+    ``payledger.spark.WarehouseMoved`` for a copied or moved warehouse; dbt reports it as a runtime
+    error and runs nothing."""
+    import click
+    from dbt.flags import get_flags
+
+    from payledger.spark import check_catalog_location
+    from payledger.stored_maxima import STORED_STATE_COMMANDS, STORED_STATE_ENVIRONMENT, set_stored_state
+
+    if _run_dbt_invocations:
+        return
+    context = click.get_current_context(silent=True)
+    profile = (context.obj or {}).get("profile") if context is not None else None
+    command = getattr(get_flags(), "WHICH", None)
+    credentials = getattr(profile, "credentials", None)
+    session = None
+    if project_name == PROJECT_NAME and command in STORED_STATE_COMMANDS and getattr(credentials, "method", None) == "session":
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.enableHiveSupport()
+        for key, value in credentials.server_side_parameters.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        check_catalog_location(session)
+    set_stored_state(session, command or "")
+    _pass_to_dbt_env_var(STORED_STATE_ENVIRONMENT)
+
+
+def _pass_to_dbt_env_var(names: tuple[str, ...]) -> None:
+    """Give the current dbt invocation's environment (what its ``env_var`` reads: a copy of
+    ``os.environ`` made as it started) ``os.environ``'s value of each of ``names``, or none."""
+    from dbt_common.context import try_get_invocation_context
+
+    invocation = try_get_invocation_context()
+    if invocation is None:
+        return
+    environment = invocation.env
+    for name in names:
+        if name in os.environ:
+            environment[name] = os.environ[name]
+        else:
+            environment.pop(name, None)
 
 
 #: sha256 of dbt-spark 1.11.0's ``Cursor.execute`` (``dbt/adapters/spark/session.py``, the method's

@@ -230,28 +230,43 @@ def _data_state(log: Path, versions: list[int]) -> dict:
     return {"data_version": versions[0], "data_committed_ms": None, "recorded_inputs": None}
 
 
-@contextmanager
-def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]:
-    """While the body runs, ``STORED_MAXIMA_ENV`` holds the session's table format's stored maxima
+#: The environment variables ``set_stored_state`` sets.
+STORED_STATE_ENVIRONMENT = (STORED_MAXIMA_ENV, TABLE_STATES_ENV)
+#: The dbt commands that read the stored maxima (``run_watermarks``) or the tables' states (the
+#: snapshot materialization): ``set_stored_state``.
+STORED_STATE_COMMANDS = ("build", "run", "snapshot")
+
+
+def set_stored_state(spark, command: str) -> None:
+    """Set ``STORED_MAXIMA_ENV`` to the session's table format's stored maxima
     (``TableFormat.stored_maxima`` of the session's warehouse folder, JSON; Delta's:
-    ``delta_long_maxima``) when ``args`` is a ``build`` or ``run`` on an embedded session
-    (``spark``; None: the Thrift target) and there are any, and ``TABLE_STATES_ENV`` its tables'
-    states (``TableFormat.table_states``; Delta's: ``delta_table_states``) for a ``build``, ``run``
-    or ``snapshot`` there; each unset otherwise, and again afterwards."""
+    ``delta_long_maxima``) when the dbt ``command`` is a ``build`` or ``run`` on an embedded
+    session (``spark``; None: the Thrift target) and there are any, and ``TABLE_STATES_ENV`` to its
+    tables' states (``TableFormat.table_states``; Delta's: ``delta_table_states``) for a
+    ``build``, ``run`` or ``snapshot`` there; unset each otherwise. Read while the session holds
+    the warehouse's metastore, which admits one process: no other process writes the tables
+    between this read and the invocation's statements."""
     from payledger.formats import session_table_format
     from payledger.spark import warehouse_folder
 
     os.environ.pop(STORED_MAXIMA_ENV, None)
     os.environ.pop(TABLE_STATES_ENV, None)
-    if spark is not None and args[:1] in (("build",), ("run",), ("snapshot",)):
+    if spark is not None and command in STORED_STATE_COMMANDS:
         folder = warehouse_folder(spark)
         table_format = session_table_format(spark)
-        maxima = table_format.stored_maxima(folder) if args[0] != "snapshot" else {}
+        maxima = table_format.stored_maxima(folder) if command != "snapshot" else {}
         if maxima:
             os.environ[STORED_MAXIMA_ENV] = json.dumps(maxima)
         states = table_format.table_states(folder)
         if states:
             os.environ[TABLE_STATES_ENV] = json.dumps(states)
+
+
+@contextmanager
+def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]:
+    """While the body runs, the environment ``set_stored_state`` sets for the dbt command line
+    ``args`` on ``spark``; both variables unset afterwards."""
+    set_stored_state(spark, args[0] if args else "")
     try:
         yield
     finally:

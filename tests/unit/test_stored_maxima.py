@@ -16,7 +16,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from payledger import stored_maxima
-from payledger.stored_maxima import CHANGE_FEED_PROPERTY, SNAPSHOT_INPUTS_PROPERTY, delta_long_maxima, delta_table_states
+from payledger.stored_maxima import CHANGE_FEED_PROPERTY, SNAPSHOT_INPUTS_PROPERTY, TABLE_STATES_ENV, delta_long_maxima, delta_table_states
 
 
 def write(folder, columns: dict[str, list], mode: str = "append", configuration: dict[str, str] | None = None) -> None:
@@ -187,3 +187,49 @@ def test_a_new_table_with_the_feed_lists_its_first_commit(tmp_path):
     write(tmp_path / "payledger_intermediate.db" / "checkpoint", {"source_watermark": [1]}, configuration={CHANGE_FEED_PROPERTY: "true"})
     assert not (tmp_path / "payledger_intermediate.db" / "checkpoint" / "_change_data").exists()
     assert feed_versions(tmp_path, "payledger_intermediate.checkpoint") == [0]
+
+
+def test_a_dbt_command_line_gets_the_stored_state_only_for_this_projects_builds_on_a_session(monkeypatch):
+    """``prepare_command_line_invocation`` (the project's dbt plugin) reads the stored state for
+    this project's ``build``, ``run`` and ``snapshot`` on a target of dbt-spark's ``session``
+    method, and for nothing else, and hands it to dbt's ``env_var`` (the invocation's copy of the
+    environment); an invocation run_dbt started is left to run_dbt. Each case outside those unsets
+    what an earlier invocation set. Spark is not started here: the session the positive case
+    would start is replaced by a stand-in, and the read by one that records its arguments."""
+    import types
+
+    import click
+    from dbt_common.context import get_invocation_context, set_invocation_context
+    from pyspark.sql import SparkSession
+
+    import payledger.dbt
+
+    calls: list[tuple] = []
+
+    def set_stored_state(spark, command: str) -> None:
+        calls.append((spark, command))
+        monkeypatch.delenv(TABLE_STATES_ENV, raising=False)
+        if spark is not None:
+            monkeypatch.setenv(TABLE_STATES_ENV, f"states before the {command}")
+
+    monkeypatch.setattr(stored_maxima, "set_stored_state", set_stored_state)
+    monkeypatch.setattr("payledger.spark.check_catalog_location", lambda spark: calls.append(("checked", spark)))
+    session = object()
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda builder: session)
+
+    def prepare(project: str, command: str, method: str) -> tuple[list[tuple], str | None]:
+        calls.clear()
+        set_invocation_context({TABLE_STATES_ENV: "an earlier invocation's"})
+        monkeypatch.setattr("dbt.flags.GLOBAL_FLAGS", types.SimpleNamespace(WHICH=command))
+        credentials = types.SimpleNamespace(method=method, server_side_parameters={"spark.sql.shuffle.partitions": "2"})
+        with click.Context(click.Command(command), obj={"profile": types.SimpleNamespace(credentials=credentials)}):
+            payledger.dbt.prepare_command_line_invocation(project)
+        return list(calls), get_invocation_context().env.get(TABLE_STATES_ENV)
+
+    for command in ("build", "run", "snapshot"):
+        assert prepare("payledger", command, "session") == ([("checked", session), (session, command)], f"states before the {command}")
+    assert prepare("payledger", "test", "session") == ([(None, "test")], None)
+    assert prepare("payledger", "build", "thrift") == ([(None, "build")], None)
+    assert prepare("another_project", "build", "session") == ([(None, "build")], None)
+    monkeypatch.setattr(payledger.dbt, "_run_dbt_invocations", [("build",)])
+    assert prepare("payledger", "build", "session") == ([], "an earlier invocation's")

@@ -3,12 +3,10 @@ upgrade that changes an overridden block fails here, naming our file to review."
 
 from __future__ import annotations
 
-import ast
-import hashlib
-
 import pytest
 
-from tests.upstream import ROOT, block_digest, block_text, installed, overrides, replaced_upstream
+from dbt_payledger import UPSTREAM_SHA256, PayLedgerStoredState
+from tests.upstream import ROOT, block_digest, block_text, function_digest, installed, overrides, replaced_upstream
 
 OVERRIDES = overrides()
 
@@ -51,8 +49,21 @@ def test_the_session_cursor_execute_is_the_one_run_dbt_replaces():
     written against. Read from the file, not the class, which run_dbt may have patched."""
     from payledger.dbt import UPSTREAM_CURSOR_EXECUTE_SHA256
 
-    source = installed("dbt/adapters/spark/session.py").read_text()
-    cursor = next(node for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.name == "Cursor")
-    execute = next(node for node in cursor.body if isinstance(node, ast.FunctionDef) and node.name == "execute")
-    digest = hashlib.sha256(ast.get_source_segment(source, execute).encode()).hexdigest()
+    digest = function_digest("dbt/adapters/spark/session.py", "Cursor.execute")
     assert digest == UPSTREAM_CURSOR_EXECUTE_SHA256, "upstream changed: review _execute_applying_settings_once in python_helpers/payledger/dbt.py"
+
+
+@pytest.mark.parametrize("function", list(UPSTREAM_SHA256), ids=lambda f: f[1])
+def test_dbt_starts_the_projects_plugin_as_the_plugin_was_written_against(function):
+    """dbt-core's plugin interface is experimental: the functions that find and start the
+    project's plugin (``dbt_payledger``) must be the ones it was written against."""
+    assert function_digest(*function) == UPSTREAM_SHA256[function], f"upstream changed: review python_helpers/dbt_payledger ({function})"
+
+
+def test_dbt_finds_the_projects_plugin_in_this_install():
+    """``make setup`` installs python_helpers so that dbt's search of the top-level ``dbt_*``
+    modules finds the plugin (an editable install through an import hook would hide it)."""
+    from dbt.plugins.manager import PluginManager
+
+    manager = PluginManager.from_modules("another_project")
+    assert any(isinstance(plugin, PayLedgerStoredState) for plugin in manager._plugins)
