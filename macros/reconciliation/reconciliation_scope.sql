@@ -10,8 +10,11 @@
           once every N reconciliations, and the slices of the keys the last reconciliation found
           wrong (its stored failures), compared again on every build until they pass; every slice
           when `reconcile_full` is true (the nightly job, CI, `payledger reconcile --full`).
-        One query reads the runs table and the stored failures (either may be absent). While dbt
-        parses (execute false): full, build_seq 0, nothing read.
+        One query reads the runs table and the stored failures (either may be absent), without
+        what the stored maxima run_dbt or the project's dbt plugin read from the tables' logs
+        answer (_stored_maxima: the runs table's last build_seq; a failures table none of whose
+        rows names a merchant, so no reconciliation_slice, has no failing slice); none when they
+        answer both. While dbt parses (execute false): full, build_seq 0, nothing read.
     -#}
     {%- set slices = reconcile_slices() -%}
     {%- set full = reconcile_full() -%}
@@ -20,17 +23,22 @@
     {%- endif -%}
     {%- set failures = load_relation(node_relation('assert_merchant_balance_current_reconciles')) -%}
     {%- set runs = load_relation(reconciliation_runs()) -%}
+    {%- set stored = _stored_maxima() -%}
     {%- set branches = [] -%}
-    {%- if runs is not none -%}
+    {%- set last_seq = namespace(value=0) -%}
+    {%- set runs_key = (runs.schema ~ '.' ~ runs.identifier ~ '.build_seq') | lower if runs is not none else none -%}
+    {%- if runs_key in stored -%}
+        {%- set last_seq.value = stored[runs_key] or 0 -%}
+    {%- elif runs is not none -%}
         {%- do branches.append("select 'build_seq' as kind, coalesce(max(build_seq), 0) as value from " ~ runs) -%}
     {%- endif -%}
-    {%- if failures is not none -%}
+    {%- set failures_key = (failures.schema ~ '.' ~ failures.identifier ~ '.reconciliation_slice') | lower if failures is not none else none -%}
+    {%- if failures is not none and not (failures_key in stored and stored[failures_key] is none) -%}
         {%- do branches.append(
             "select distinct 'failing' as kind, " ~ reconciliation_slice_of('merchant_id', slices)
             ~ " as value from " ~ failures ~ " where merchant_id is not null"
         ) -%}
     {%- endif -%}
-    {%- set last_seq = namespace(value=0) -%}
     {%- set failing = [] -%}
     {%- if branches -%}
         {%- for row in run_query(branches | join(" union all ")) -%}
