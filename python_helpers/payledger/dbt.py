@@ -208,15 +208,23 @@ def prepare_command_line_invocation(project_name: str) -> None:
     credentials = getattr(profile, "credentials", None)
     session = None
     if project_name == PROJECT_NAME and command in STORED_STATE_COMMANDS and getattr(credentials, "method", None) == "session":
-        from pyspark.sql import SparkSession
-
-        builder = SparkSession.builder.enableHiveSupport()
-        for key, value in credentials.server_side_parameters.items():
-            builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        session = _session_as_dbt_spark_starts_it(credentials.server_side_parameters)
         check_catalog_location(session)
     set_stored_state(session, command or "")
     _pass_to_dbt_env_var(STORED_STATE_ENVIRONMENT)
+
+
+def _session_as_dbt_spark_starts_it(parameters: dict[str, Any]):  # -> pyspark.sql.SparkSession
+    """The Spark session dbt-spark's ``session`` cursor gets before each statement
+    (``dbt/adapters/spark/session.py``): Hive support, each of the profile's
+    ``server_side_parameters`` (``parameters``), ``getOrCreate``, which returns this process's
+    session, if one runs, with the modifiable settings applied."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for parameter, value in parameters.items():
+        builder = builder.config(parameter, value)
+    return builder.getOrCreate()
 
 
 def _pass_to_dbt_env_var(names: tuple[str, ...]) -> None:
@@ -272,10 +280,7 @@ def _execute_applying_settings_once(self, sql: str, *parameters: Any) -> None:
     applied = _applied_settings[0] if _applied_settings else (None, None)
     wanted = {**self.server_side_parameters, **_invocation_settings}
     if session is None or session._sc._jsc is None or session is not applied[0] or applied[1] != wanted:
-        builder = SparkSession.builder.enableHiveSupport()
-        for parameter, value in wanted.items():
-            builder = builder.config(parameter, value)
-        session = builder.getOrCreate()
+        session = _session_as_dbt_spark_starts_it(wanted)
         _applied_settings[:] = [(session, wanted)]
     _tag_jobs_with_node(session)
     try:

@@ -249,8 +249,8 @@ def set_stored_state(spark, command: str) -> None:
     from payledger.formats import session_table_format
     from payledger.spark import warehouse_folder
 
-    os.environ.pop(STORED_MAXIMA_ENV, None)
-    os.environ.pop(TABLE_STATES_ENV, None)
+    for name in STORED_STATE_ENVIRONMENT:
+        os.environ.pop(name, None)
     if spark is not None and command in STORED_STATE_COMMANDS:
         folder = warehouse_folder(spark)
         table_format = session_table_format(spark)
@@ -270,5 +270,5 @@ def stored_maxima_for_invocation(spark, args: tuple[str, ...]) -> Iterator[None]
     try:
         yield
     finally:
-        os.environ.pop(STORED_MAXIMA_ENV, None)
-        os.environ.pop(TABLE_STATES_ENV, None)
+        for name in STORED_STATE_ENVIRONMENT:
+            os.environ.pop(name, None)
