@@ -20,10 +20,10 @@
         target), without a feed on `source`, or when no reader changed after the commits listed.
     -#}
     {%- set states = table_states() -%}
-    {%- set source_state = states.get((source.schema ~ '.' ~ source.identifier) | lower, {}) -%}
+    {%- set source_state = states.get(_state_key(source.schema, source.identifier), {}) -%}
     {%- set written = [] -%}
     {%- for reader in readers -%}
-        {%- set committed_ms = states.get((reader.schema ~ '.' ~ reader.identifier) | lower, {}).get('data_committed_ms') -%}
+        {%- set committed_ms = states.get(_state_key(reader.schema, reader.identifier), {}).get('data_committed_ms') -%}
         {%- if committed_ms is not none -%}
             {%- do written.append(committed_ms) -%}
         {%- endif -%}

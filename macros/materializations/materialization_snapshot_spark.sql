@@ -120,7 +120,7 @@
             {%- do texts.append(_view_text(node) if materialized == 'view' else '') -%}
             {%- do pending.extend(node.depends_on.nodes) -%}
         {%- else -%}
-            {%- set table = (node.schema ~ '.' ~ (node.identifier if unique_id in graph.sources else node.alias)) | lower -%}
+            {%- set table = _state_key(node.schema, node.identifier if unique_id in graph.sources else node.alias) -%}
             {%- set state = states.get(table, {}) -%}
             {%- do versions.update({table: none if state.get('data_committed_ms') is none
                 else state['data_version'] ~ '@' ~ state['data_committed_ms']}) -%}
@@ -151,7 +151,7 @@
 
 {#- Private. The inputs recorded on the snapshot table and still true (run_dbt's table states), or none. -#}
 {%- macro _snapshot_recorded_inputs() -%}
-    {%- set key = (model.schema ~ '.' ~ model.get('alias', model.get('name'))) | lower -%}
+    {%- set key = _state_key(model.schema, model.get('alias', model.get('name'))) -%}
     {{ return(table_states().get(key, {}).get('recorded_inputs')) }}
 {%- endmacro -%}
 

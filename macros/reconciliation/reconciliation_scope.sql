@@ -26,13 +26,13 @@
     {%- set stored = _stored_maxima() -%}
     {%- set branches = [] -%}
     {%- set last_seq = namespace(value=0) -%}
-    {%- set runs_key = (runs.schema ~ '.' ~ runs.identifier ~ '.build_seq') | lower if runs is not none else none -%}
+    {%- set runs_key = _state_key(runs.schema, runs.identifier, 'build_seq') if runs is not none else none -%}
     {%- if runs_key in stored -%}
         {%- set last_seq.value = stored[runs_key] or 0 -%}
     {%- elif runs is not none -%}
         {%- do branches.append("select 'build_seq' as kind, coalesce(max(build_seq), 0) as value from " ~ runs) -%}
     {%- endif -%}
-    {%- set failures_key = (failures.schema ~ '.' ~ failures.identifier ~ '.reconciliation_slice') | lower if failures is not none else none -%}
+    {%- set failures_key = _state_key(failures.schema, failures.identifier, 'reconciliation_slice') if failures is not none else none -%}
     {%- if failures is not none and not (failures_key in stored and stored[failures_key] is none) -%}
         {%- do branches.append(
             "select distinct 'failing' as kind, " ~ reconciliation_slice_of('merchant_id', slices)

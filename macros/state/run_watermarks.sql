@@ -105,7 +105,7 @@
         {%- if relation is not none -%}
             {%- do relations.update({name: relation}) -%}
         {%- endif -%}
-        {%- set key = (relation.schema ~ '.' ~ relation.identifier ~ '.' ~ source[1]) | lower if relation is not none else none -%}
+        {%- set key = _state_key(relation.schema, relation.identifier, source[1]) if relation is not none else none -%}
         {%- if key in stored and name != 'checkpoint_source_watermark' -%}
             {%- do read.update({name: none if stored[key] is none else stored[key] | string}) -%}
         {%- elif relation is not none and name != 'checkpoint_source_watermark' -%}

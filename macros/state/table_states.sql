@@ -14,3 +14,13 @@
     {%- endif -%}
     {{ return(states) }}
 {%- endmacro %}
+
+
+{#-
+    Private. The key of a table, or of one of its columns, in the stored state run_dbt passes
+    (table_states, _stored_maxima; written by payledger/stored_maxima.py):
+    "<schema>.<table>" or "<schema>.<table>.<column>", lower case.
+-#}
+{% macro _state_key(schema, identifier, column=none) -%}
+    {{ return((schema ~ '.' ~ identifier ~ ('.' ~ column if column is not none else '')) | lower) }}
+{%- endmacro %}
