@@ -171,8 +171,6 @@ def run_dbt(
 #: The dbt invocations run_dbt has under way in this process (their command lines): the project's
 #: dbt plugin (``prepare_command_line_invocation``) leaves those to run_dbt.
 _run_dbt_invocations: list[tuple[str, ...]] = []
-#: The dbt project this package serves (``name`` in dbt_project.yml).
-PROJECT_NAME = "payledger"
 
 
 def prepare_command_line_invocation(project_name: str) -> None:
@@ -198,6 +196,7 @@ def prepare_command_line_invocation(project_name: str) -> None:
     from dbt.flags import get_flags
 
     from payledger.spark import check_catalog_location
+    from payledger.spark import project_name as this_project
     from payledger.stored_maxima import STORED_STATE_COMMANDS, STORED_STATE_ENVIRONMENT, set_stored_state
 
     if _run_dbt_invocations:
@@ -207,7 +206,7 @@ def prepare_command_line_invocation(project_name: str) -> None:
     command = getattr(get_flags(), "WHICH", None)
     credentials = getattr(profile, "credentials", None)
     session = None
-    if project_name == PROJECT_NAME and command in STORED_STATE_COMMANDS and getattr(credentials, "method", None) == "session":
+    if project_name == this_project() and command in STORED_STATE_COMMANDS and getattr(credentials, "method", None) == "session":
         session = _session_as_dbt_spark_starts_it(credentials.server_side_parameters)
         check_catalog_location(session)
     set_stored_state(session, command or "")

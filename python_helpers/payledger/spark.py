@@ -45,10 +45,20 @@ def default_warehouse() -> Path:
 
 
 @functools.cache
+def _dbt_project() -> dict[str, Any]:
+    """``dbt_project.yml`` as written (YAML, not rendered), parsed once per process."""
+    return yaml.safe_load((PROJECT_ROOT / "dbt_project.yml").read_text())
+
+
 def project_vars() -> dict[str, Any]:
     """The ``vars`` of ``dbt_project.yml`` as written there (YAML, not rendered): the facts the
     macros and Python share, such as ``table_format_catalogs`` and ``identifier_patterns``."""
-    return yaml.safe_load((PROJECT_ROOT / "dbt_project.yml").read_text())["vars"]
+    return _dbt_project()["vars"]
+
+
+def project_name() -> str:
+    """The dbt project's ``name`` in ``dbt_project.yml`` (``payledger``)."""
+    return _dbt_project()["name"]
 
 
 def _profile() -> dict[str, Any]:
