@@ -55,8 +55,9 @@ def test_the_session_cursor_execute_is_the_one_run_dbt_replaces():
 
 @pytest.mark.parametrize("function", list(UPSTREAM_SHA256), ids=lambda f: f[1])
 def test_dbt_starts_the_projects_plugin_as_the_plugin_was_written_against(function):
-    """dbt-core's plugin interface is experimental: the functions that find and start the
-    project's plugin (``dbt_payledger``) must be the ones it was written against."""
+    """dbt-core's plugin interface is experimental: the dbt-core functions that find and start the
+    project's plugin (``dbt_payledger``), and the dbt-common ones whose environment it writes into,
+    must be the ones it was written against."""
     assert function_digest(*function) == UPSTREAM_SHA256[function], f"upstream changed: review python_helpers/dbt_payledger ({function})"
 
 
