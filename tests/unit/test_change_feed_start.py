@@ -6,55 +6,21 @@ needs dbt and Spark: ``test_invalidation.py``."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
-import jinja2
-
-from payledger.spark import PROJECT_ROOT
+from tests.jinja_macros import environment, macro
 
 CHECKPOINT = SimpleNamespace(schema="payledger_intermediate", identifier="int_merchant_daily_balances")
 VIEW = SimpleNamespace(schema="payledger", identifier="merchant_balance_current")
 AUDIT = SimpleNamespace(schema="payledger", identifier="balance_invalidations")
 
 
-class MacroReturn(Exception):
-    """dbt's ``return()``: ends the macro that called it with a value."""
-
-    def __init__(self, value: Any) -> None:
-        super().__init__(value)
-        self.value = value
-
-
-def _return(value: Any) -> None:
-    raise MacroReturn(value)
-
-
-def _returning(macro: Any) -> Any:
-    """``macro`` called as dbt calls a macro: the value it gives ``return()``, or None."""
-
-    def call(*args: Any) -> Any:
-        try:
-            macro(*args)
-        except MacroReturn as returned:
-            return returned.value
-        return None
-
-    return call
-
-
 def change_feed_start(states: dict[str, dict], readers: list[SimpleNamespace]) -> int | None:
     """delta__change_feed_start(CHECKPOINT, readers), ``table_states()`` returning ``states`` and
     the project's own ``_state_key`` (``macros/state/table_states.sql``) naming the tables."""
-    env = jinja2.Environment(extensions=["jinja2.ext.do"])
-    env.globals.update(table_states=lambda: states, **{"return": _return})
-    # A private macro (leading underscore) is not among a module's exports: read it from the
-    # template's rendered context instead.
-    state_template = env.from_string((PROJECT_ROOT / "macros" / "state" / "table_states.sql").read_text())
-    state_context = state_template.new_context()
-    "".join(state_template.root_render_func(state_context))
-    env.globals["_state_key"] = _returning(state_context.vars["_state_key"])
-    module = env.from_string((PROJECT_ROOT / "macros" / "formats" / "change_feed.sql").read_text()).make_module()
-    return _returning(module.delta__change_feed_start)(CHECKPOINT, readers)
+    env = environment()
+    env.globals["table_states"] = lambda: states
+    env.globals["_state_key"] = macro(env, "state/table_states.sql", "_state_key")
+    return macro(env, "formats/change_feed.sql", "delta__change_feed_start")(CHECKPOINT, readers)
 
 
 def states(view_ms: int | None, audit_ms: int | None, feed: list[list[int]] | None) -> dict[str, dict]:

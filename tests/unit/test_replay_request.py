@@ -10,10 +10,10 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-import jinja2
 import pytest
 
-from payledger.spark import PROJECT_ROOT, project_vars
+from payledger.spark import project_vars
+from tests.jinja_macros import environment, macro
 
 #: Malformed requests and a part of the error each must raise; the integration test builds with
 #: one of them (BAD_REPLAY_VARS there) to show that the hook stops the build.
@@ -32,20 +32,8 @@ MALFORMED = [
 ]
 
 
-class MacroReturn(Exception):
-    """dbt's ``return()``: ends the macro that called it with a value."""
-
-    def __init__(self, value: Any) -> None:
-        super().__init__(value)
-        self.value = value
-
-
 class CompilerError(Exception):
     """``exceptions.raise_compiler_error``."""
-
-
-def _return(value: Any) -> None:
-    raise MacroReturn(value)
 
 
 def _raise_compiler_error(message: str) -> None:
@@ -57,28 +45,14 @@ def replay_request(variables: dict[str, Any]) -> dict | None:
     project's macro files with the parts of dbt's context they use (``var``, ``return``,
     ``exceptions``, ``modules``). Raises CompilerError as dbt would raise its compiler error."""
     scope = project_vars() | variables
-    env = jinja2.Environment(extensions=["jinja2.ext.do"])
+    env = environment()
     env.globals.update(
         var=lambda name, default=None: scope.get(name, default),
         exceptions=SimpleNamespace(raise_compiler_error=_raise_compiler_error),
         modules=SimpleNamespace(re=re, datetime=dt),
-        **{"return": _return},
     )
-
-    def macro(folder: str, name: str):
-        made = getattr(env.from_string((PROJECT_ROOT / "macros" / folder / f"{name}.sql").read_text()).make_module(), name)
-
-        def call(*args: Any) -> Any:  # each macro call catches its own return, as dbt's do
-            try:
-                made(*args)
-            except MacroReturn as returned:
-                return returned.value
-            return None
-
-        return call
-
-    env.globals["identifier_pattern"] = macro("identifiers", "identifier_pattern")
-    return macro("invalidation", "replay_request")()
+    env.globals["identifier_pattern"] = macro(env, "identifiers/identifier_pattern.sql", "identifier_pattern")
+    return macro(env, "invalidation/replay_request.sql", "replay_request")()
 
 
 @pytest.mark.parametrize(("variables", "message"), MALFORMED)
