@@ -3,8 +3,10 @@
         The invalidation predicates of a run, one row per slice, as a standalone query:
         - policy_change: each reserve_policies version observed (captured by its snapshot) after
           watermarks.policy_observed_at -> (segment, from its effective_from_date);
-        - segment_change: each merchants version observed after it -> (merchant, from the earlier of
-          its new and its previous effective date), covering the segment it left and the one it joined;
+        - segment_change: each merchants version observed after it -> (merchant, from its effective
+          date): under "latest knowledge wins" (reserve_rates_as_of) a version decides the merchant's
+          segment from its own effective date on and leaves the days before it to the versions
+          observed earlier, so no earlier day changes, whichever segment it left or joined;
         - manual: the replay asked for with --vars (see replay_request);
         - new_events: accepted events past watermarks.audited_events -> the keys they touch, from the
           earliest event date among them.
@@ -40,24 +42,17 @@
         select
             'segment_change' as cause,
             cast(null as string) as segment,
-            new_version.merchant_id,
-            least(
-                new_version.segment_effective_from_date,
-                coalesce(previous_version.segment_effective_from_date, new_version.segment_effective_from_date)
-            ) as from_date,
-            new_version.observed_at,
+            merchant_id,
+            segment_effective_from_date as from_date,
+            observed_at,
             cast(null as bigint) as after_ingest_seq
-        from {{ ref('int_merchant_segment_versions') }} as new_version
-        left join {{ ref('int_merchant_segment_versions') }} as previous_version
-            on new_version.merchant_id = previous_version.merchant_id
-            and previous_version.superseded_at = new_version.observed_at
+        from {{ ref('int_merchant_segment_versions') }}
         where {{ 'true' if watermarks.has_checkpoint else 'false' }}
-            and new_version.observed_at > {{ observed_after }}  -- noqa: LT02
+            and observed_at > {{ observed_after }}  -- noqa: LT02
         {% if include_landed %}
             union all
             select
-                'segment_change', cast(null as string), landed.merchant_id,
-                least(landed.segment_effective_from_date, coalesce(landed.current_effective_from, landed.segment_effective_from_date)),
+                'segment_change', cast(null as string), landed.merchant_id, landed.segment_effective_from_date,
                 cast(null as timestamp), cast(null as bigint)
             from ({{ reference_rows_not_captured('merchants') }}) as landed
         {% endif %}

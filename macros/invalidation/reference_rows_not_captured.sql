@@ -2,8 +2,7 @@
     {#-
         Landed rows of a reference table ('reserve_policies' or 'merchants') whose values differ
         from the current version in its snapshot (or that have none): the rows the next build's
-        snapshot captures. Columns: the landed row's (staging model), and `current_effective_from`,
-        the current version's effective date (null when there is none). One query for the dry-run
+        snapshot captures. Columns: the landed row's (staging model). One query for the dry-run
         plan (balance_invalidation_slices) and for freshness (balance_freshness).
     -#}
     {%- set references = {
@@ -26,9 +25,7 @@
         ) }}
     {%- endif -%}
     {%- set spec = references[reference] -%}
-    select
-        landed.*,
-        current_version.{{ spec['values'][-1] }} as current_effective_from
+    select landed.*
     from {{ spec['landed'] }} as landed
     left join {{ spec['versions'] }} as current_version
         on landed.{{ spec['key'] }} = current_version.{{ spec['key'] }}

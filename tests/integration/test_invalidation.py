@@ -147,7 +147,10 @@ def test_segment_move_rewrites_that_merchants_keys_only(dbt, warehouse, built):
     assert rewritten(before, after) == {("t1", "USD")}
     assert after[("t1", "USD")]["reserve_hold"] == Decimal("5.00") + Decimal("6.00")
     rows = audit(warehouse, run.invocation_id)
-    assert [(r["cause"], r["merchant_id"], str(r["from_date"])) for r in rows] == [("segment_change", "t1", "2026-01-01")]
+    # From the move's own date: t1's March release keeps the travel rate its earlier version gave it.
+    assert [(r["cause"], r["merchant_id"], str(r["from_date"])) for r in rows] == [("segment_change", "t1", "2026-04-01")]
+    checkpoint_rows = warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{run.invocation_id}'")
+    assert checkpoint_rows and all(str(r["balance_date"]) >= "2026-04-01" and r["merchant_id"] == "t1" for r in checkpoint_rows)
 
 
 def test_a_build_stopped_after_the_checkpoint_is_caught_up_and_audited_by_the_next(dbt, warehouse, built):
