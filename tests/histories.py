@@ -63,6 +63,13 @@ def _chance(draw, numerator: int, denominator: int) -> bool:
     return draw(st.integers(1, denominator)) <= numerator
 
 
+def _mostly(valid: st.SearchStrategy, invalid: st.SearchStrategy, one_in: int = 6) -> st.SearchStrategy:
+    """``valid`` but in about one draw of ``one_in``, where ``invalid``. ``st.one_of`` would draw
+    each half the time: with three fields drawn so, most events had one bad and the few valid
+    releases left rarely met a segment move's or a policy change's days."""
+    return st.integers(1, one_in).flatmap(lambda k: invalid if k == one_in else valid)
+
+
 @st.composite
 def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
     """One history: ``batches`` batches; the first also carries the initial reference data."""
@@ -78,7 +85,7 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
         st.decimals(min_value=Decimal("0.001"), max_value=Decimal("50.000"), places=3),
         st.sampled_from([None, Decimal("0.00"), Decimal("-1.00")]),
     )
-    event_time = st.one_of(
+    event_time = _mostly(
         st.builds(
             lambda d, s: dt.datetime.combine(_day(d), dt.time(), tzinfo=dt.UTC) + dt.timedelta(seconds=s),
             day,
@@ -88,8 +95,8 @@ def lane(draw, name: str, batches: int = BATCHES) -> list[Batch]:
     )
     fresh_event = st.fixed_dictionaries(
         {
-            "event_id": st.one_of(st.integers(0, 7).map(lambda k: f"{name}e{k}"), st.sampled_from([None, " "])),
-            "merchant_id": st.one_of(st.sampled_from(merchants), st.sampled_from([None, ""])),
+            "event_id": _mostly(st.integers(0, 7).map(lambda k: f"{name}e{k}"), st.sampled_from([None, " "])),
+            "merchant_id": _mostly(st.sampled_from(merchants), st.sampled_from([None, ""])),
             # JPY has no minor unit (cents are amount_precision), KWD and BHD three; XYZ is not ISO 4217.
             "currency": st.sampled_from(["USD", "USD", "EUR", "JPY", "KWD", "BHD", "XYZ", "usd", None]),
             # Captures and releases weighted up, so that holds are common; capture_pending is unknown.
