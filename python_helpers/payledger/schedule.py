@@ -194,6 +194,10 @@ def build_loop(
         received.append(signal.Signals(number).name)
         stop.set()
 
+    # Spark first: a SparkContext started in the main thread installs its own SIGINT handler
+    # (pyspark.context: cancel every job, raise KeyboardInterrupt), which would replace this one
+    # and cut the dbt invocation under way short.
+    get_spark()
     previous = {number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)}
     warehouse = str(default_warehouse())
     emit({"ts": _now(), "event": "loop_started", "warehouse": warehouse, "every_s": every_s, "pid": os.getpid()})

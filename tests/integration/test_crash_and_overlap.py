@@ -129,8 +129,8 @@ def records_of(process: Process) -> list[dict]:
 def test_overlapping_scheduled_builds_run_one_at_a_time_and_the_warm_loop_stops_cleanly(tmp_path):
     """A warm loop (``payledger build --every``) takes the lock; a scheduled build started while it
     builds exits 75 and runs nothing. The loop builds again in the same process; a SIGTERM during
-    its second build ends it after that step (the build completes, maintenance is skipped), exit 0,
-    lock released, and the view equals the fold. The loop passes dbt's selection through: the
+    its second build, then a SIGINT, end it after that step (the build completes, maintenance is
+    skipped), exit 0, lock released, and the view equals the fold. The loop passes dbt's selection through: the
     scenario tests' (the singular tests, which publication needs; ``tests.support``)."""
     harness = Harness(tmp_path)
     history = small_history(harness.landing, random.Random(7))
@@ -159,6 +159,9 @@ def test_overlapping_scheduled_builds_run_one_at_a_time_and_the_warm_loop_stops_
     wait_for_loop(2, "freshness")
     time.sleep(1)  # into the second iteration's dbt build
     loop.popen.send_signal(signal.SIGTERM)
+    # Ctrl-C too, which PySpark's own SIGINT handler would turn into a cancelled build.
+    time.sleep(0.5)
+    loop.popen.send_signal(signal.SIGINT)
     assert loop.finish() == 0, loop.lines[-30:]
     records = records_of(loop)
     assert loop_events(1) == ["lock_acquired", "freshness", "build", "maintenance", "done"], records
