@@ -130,8 +130,8 @@ def test_overlapping_scheduled_builds_run_one_at_a_time_and_the_warm_loop_stops_
     """A warm loop (``payledger build --every``) takes the lock; a scheduled build started while it
     builds exits 75 and runs nothing. The loop builds again in the same process; a SIGTERM during
     its second build, then a SIGINT, end it after that step (the build completes, maintenance is
-    skipped), exit 0, lock released, and the view equals the fold. The loop passes dbt's selection through: the
-    scenario tests' (the singular tests, which publication needs; ``tests.support``)."""
+    skipped), exit 0, lock released, and the view equals the fold. The loop passes dbt's selection
+    through: the scenario tests' (the singular tests, which publication needs; ``tests.support``)."""
     harness = Harness(tmp_path)
     history = small_history(harness.landing, random.Random(7))
     landed = harness.start("land", *harness.landing.take())
