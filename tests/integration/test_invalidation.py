@@ -25,6 +25,11 @@ def audit(warehouse, invocation_id: str) -> list[dict]:
     return warehouse.rows(f"select * from {AUDIT} where invocation_id = '{invocation_id}' order by cause, predicate")
 
 
+def checkpoint_rows_written(warehouse, invocation_id: str) -> list[dict]:
+    """The checkpoint's (merchant_id, balance_date) rows that the invocation wrote."""
+    return warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{invocation_id}'")
+
+
 def assert_caught_up(dbt) -> None:
     """Freshness has nothing behind and the replay plan nothing to replay."""
     clean = dbt("run-operation", "balance_freshness").logged_json("FRESHNESS_JSON")
@@ -135,7 +140,7 @@ def test_policy_change_rewrites_only_keys_that_change_within_its_slice(dbt, ware
     ]
     assert "merchants in segment 'retail'" in rows[0]["predicate"]
     # The replay read canonical events from the slice's first day on only.
-    checkpoint_rows = warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{run.invocation_id}'")
+    checkpoint_rows = checkpoint_rows_written(warehouse, run.invocation_id)
     assert checkpoint_rows and all(str(r["balance_date"]) >= "2026-04-01" and r["merchant_id"].startswith("r") for r in checkpoint_rows)
 
 
@@ -149,7 +154,7 @@ def test_segment_move_rewrites_that_merchants_keys_only(dbt, warehouse, built):
     rows = audit(warehouse, run.invocation_id)
     # From the move's own date: t1's March release keeps the travel rate its earlier version gave it.
     assert [(r["cause"], r["merchant_id"], str(r["from_date"])) for r in rows] == [("segment_change", "t1", "2026-04-01")]
-    checkpoint_rows = warehouse.rows(f"select merchant_id, balance_date from {CHECKPOINT} where written_by_invocation_id = '{run.invocation_id}'")
+    checkpoint_rows = checkpoint_rows_written(warehouse, run.invocation_id)
     assert checkpoint_rows and all(str(r["balance_date"]) >= "2026-04-01" and r["merchant_id"] == "t1" for r in checkpoint_rows)
 
 
