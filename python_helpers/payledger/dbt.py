@@ -116,12 +116,14 @@ def run_dbt(
     stored maxima of the warehouse's whole-number columns, read from the tables' logs
     (``payledger.stored_maxima``), so that ``run_watermarks`` asks Spark only for the rest.
     """
+    project_environment()
+    if args[:1] not in OFFLINE_COMMANDS:
+        _launch_embedded_spark(args)  # the JVM starts while dbt imports
     from dbt.cli.main import dbtRunner
     from dbt_common.invocation import get_invocation_id
 
     from payledger.stored_maxima import stored_maxima_for_invocation
 
-    project_environment()
     argv = [*args, "--project-dir", str(PROJECT_ROOT), "--profiles-dir", str(PROJECT_ROOT / "profiles")]
     if target_path is not None:
         argv += ["--target-path", str(target_path)]
@@ -404,6 +406,19 @@ def code_generation_settings(args: tuple[str, ...], spark) -> dict[str, str]:
 
 #: dbt commands that open no connection: run_dbt starts no Spark session for them.
 OFFLINE_COMMANDS = {("parse",), ("deps",), ("clean",), ("list",), ("ls",), ("debug",)}
+
+
+def _launch_embedded_spark(args: tuple[str, ...]) -> None:
+    """``spark.launch_spark`` for a dbt command line ``args`` that names no target (no ``-t``,
+    ``--target``, ``$DBT_TARGET``), when the profile's default target is embedded: reading another
+    target from ``args`` imports dbt (``dbt_options``), which the launch is meant to overlap.
+    Nothing otherwise: ``get_spark`` then starts Spark as before."""
+    from payledger.spark import embedded_target, launch_spark
+
+    if os.environ.get("DBT_TARGET") or any(arg.startswith(("-t", "--target")) for arg in args):
+        return
+    if embedded_target(()):
+        launch_spark()
 
 
 def _embedded_session(args: tuple[str, ...]):  # -> pyspark.sql.SparkSession | None

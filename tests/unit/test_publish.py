@@ -315,12 +315,16 @@ def test_a_table_time_travels_to_the_versions_it_still_holds(tmp_path):
 def test_run_dbt_starts_the_embedded_session_as_payledger_makes_it_before_dbt(tmp_path, monkeypatch):
     """dbt-spark reuses the process's session: run_dbt makes it first (``get_spark`` with the
     command's target) for commands that connect on the embedded targets, never for the Thrift
-    target or for commands that open no connection."""
+    target or for commands that open no connection. A command line that names no target has its
+    JVM launched before dbt is imported (``launch_spark``, the profile's default target)."""
     from payledger import dbt
+    from payledger.spark import default_target
 
     monkeypatch.setenv("PAYLEDGER_WAREHOUSE", str(tmp_path))
+    monkeypatch.delenv("DBT_TARGET", raising=False)
     events: list[tuple] = []
     monkeypatch.setattr("payledger.spark.get_spark", lambda target=None: events.append(("session", target)))
+    monkeypatch.setattr("payledger.spark.launch_spark", lambda target=None: events.append(("launch", target)))
 
     class Runner:
         def __init__(self, callbacks):
@@ -336,7 +340,14 @@ def test_run_dbt_starts_the_embedded_session_as_payledger_makes_it_before_dbt(tm
         (("build", "--target", "delta"), [("session", "delta"), ("dbt", "build")]),
         (("build", "--target", "thrift"), [("dbt", "build")]),
         (("parse",), [("dbt", "parse")]),
+        (("build", "--select", "merchant_balance_current"), [("launch", None), ("session", default_target()), ("dbt", "build")]),
+        (("test", "-t", "delta"), [("session", "delta"), ("dbt", "test")]),
     ):
         events.clear()
         dbt.run_dbt(*args, target_path=tmp_path / "target")
         assert events == expected, args
+    # A target from the environment is dbt's to read: no launch before dbt is imported.
+    monkeypatch.setenv("DBT_TARGET", "iceberg")
+    events.clear()
+    dbt.run_dbt("build", target_path=tmp_path / "target")
+    assert events == [("session", "iceberg"), ("dbt", "build")]
