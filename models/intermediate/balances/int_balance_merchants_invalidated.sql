@@ -1,4 +1,4 @@
-{{ config(materialized='table') }}
+{{ config(materialized='table', tblproperties=log_checkpoint_tblproperties()) }}
 
 {#-
     The merchants this run's replay slices (policy_change, segment_change, manual) invalidate, one

@@ -1,4 +1,4 @@
-{{ config(materialized='table') }}
+{{ config(materialized='table', tblproperties=log_checkpoint_tblproperties()) }}
 
 {#-
     The invalidation predicates of this run (see balance_invalidation_slices), computed from the

@@ -8,7 +8,7 @@
         unique_key=['merchant_id', 'currency', 'balance_date'],
         on_schema_change='fail',
         partition_by=['balance_date'],
-        tblproperties=merge_on_read_tblproperties(change_feed=true),
+        tblproperties=log_checkpoint_tblproperties(merge_on_read_tblproperties(change_feed=true)),
     )
 }}
 

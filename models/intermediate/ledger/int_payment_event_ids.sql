@@ -4,7 +4,7 @@
         incremental_strategy='append',
         on_schema_change='fail',
         partition_by=['id_unit'],
-        tblproperties=clustered_write_tblproperties(),
+        tblproperties=log_checkpoint_tblproperties(clustered_write_tblproperties()),
     )
 }}
 

@@ -4,7 +4,7 @@
         incremental_strategy='append',
         on_schema_change='append_new_columns',
         partition_by=['event_date'],
-        tblproperties=bucket_sorted_tblproperties(),
+        tblproperties=log_checkpoint_tblproperties(bucket_sorted_tblproperties()),
     )
 }}
 

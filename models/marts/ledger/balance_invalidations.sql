@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='append',
         on_schema_change='append_new_columns',
+        tblproperties=log_checkpoint_tblproperties(),
     )
 }}
 

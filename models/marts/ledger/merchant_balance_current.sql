@@ -9,7 +9,7 @@
         incremental_strategy='merge',
         unique_key=['merchant_id', 'currency'],
         on_schema_change='fail',
-        tblproperties=merge_on_read_tblproperties(),
+        tblproperties=log_checkpoint_tblproperties(merge_on_read_tblproperties()),
         post_hook="{{ restore_code_generation() }}",
     )
 }}

@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='append',
         on_schema_change='fail',
+        tblproperties=log_checkpoint_tblproperties(),
     )
 }}
 
