@@ -15,7 +15,7 @@
         v3.3.3; default 10). The tables below commit once a build each, so with one interval they
         checkpoint in the same builds: on the 3M aging warehouse a build from a new process took
         4-5 s more in one build of ten (CHANGELOG.md, 2026-12-06). Distinct intervals from 10 to
-        19 (the longer, the more commit files a reader replays after the checkpoint) leave most
+        17 (the longer, the more commit files a reader replays after the checkpoint) leave most
         builds with one checkpoint or none. -#}
     {%- set intervals = {
         'int_payment_events_classified': 10,
@@ -25,7 +25,6 @@
         'payment_event_rejects': 14,
         'balance_invalidations': 15,
         'int_balance_slices_invalidated': 17,
-        'int_balance_merchants_invalidated': 19,
     } -%}
     {%- set result = dict(properties or {}) -%}
     {%- if model.name in intervals -%}

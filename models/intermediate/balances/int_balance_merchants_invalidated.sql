@@ -1,9 +1,9 @@
-{{ config(materialized='table', tblproperties=log_checkpoint_tblproperties()) }}
-
 {#-
     The merchants this run's replay slices (policy_change, segment_change, manual) invalidate, one
-    row per slice and merchant (see invalidated_merchants). Computed once per run for the checkpoint,
-    the view and the audit; rebuilt on every run like the slices.
+    row per slice and merchant (see invalidated_merchants). A view (the intermediate layer's
+    default): the checkpoint, the view and the audit read it only in a run that replays a slice
+    (slice_bounds), so a run without one builds and reads no table for it; a table rebuilt empty
+    on every such run cost 0.8 s in a warm process and 1.5 s from a new one (Delta, 2026-12-06).
 -#}
 
 with replay_slices as (

@@ -35,11 +35,7 @@
             ~ " where is_accepted and ingest_seq > " ~ marks.events
         ).columns[0].values() %}
     {%- endif %}
-    {%- set first_day = run_query(
-        "select cast(min(from_date) as string) from " ~ ref('int_balance_slices_invalidated')
-        ~ " where cause in ('policy_change', 'segment_change', 'manual')"
-    ).rows[0][0] %}
-    {%- set replay_from = first_day %}
+    {%- set replay_from = slice_bounds().replay_from %}
 {%- endif %}
 {%- if is_incremental() %}
 {{ merge_pruning_predicate(
@@ -59,11 +55,19 @@ observations as (
 
 {% if is_incremental() %}
 invalid_merchants as (
+    {#- The merchants (a view) are read only where a slice is replayed: none otherwise. #}
+    {% if replay_from %}
     select
         merchant_id,
         min(from_date) as from_date
     from {{ ref('int_balance_merchants_invalidated') }}
     group by merchant_id
+    {% else %}
+    select
+        cast(null as string) as merchant_id,
+        cast(null as date) as from_date
+    where false
+    {% endif %}
 ),
 
 replayed_events as (

@@ -18,23 +18,15 @@
     the view, so its watermarks only ever record replays that were committed.
 -#}
 
-{%- set new_events_after = none %}
-{%- set replay_from = none %}
-{%- set view_version = none %}
-{#- Read only once the slices exist: `dbt compile` and `dbt docs generate` work on an empty warehouse
-    (a run always builds the slices first). -#}
-{%- if execute and load_relation(ref('int_balance_slices_invalidated')) is not none %}
-    {%- set bounds = run_query(
-        "select max(case when cause = 'new_events' then after_ingest_seq end),"
-        ~ " cast(min(case when cause != 'new_events' then from_date end) as string)"
-        ~ " from " ~ ref('int_balance_slices_invalidated')
-    ).rows[0] %}
-    {%- set new_events_after = bounds[0] %}
-    {%- set replay_from = bounds[1] %}
-    {#- The view's version after this build: the version this build published (the same as the
-        previous build's when it merged no row). -#}
-    {%- set view_version = current_table_version(ref('merchant_balance_current')) %}
-{%- endif %}
+{%- set bounds = slice_bounds() %}
+{%- set new_events_after = bounds.new_events_after %}
+{%- set replay_from = bounds.replay_from %}
+{#- The view's version after this build: the version this build published (the same as the
+    previous build's when it merged no row). Read only once the slices exist: `dbt compile` and
+    `dbt docs generate` work on an empty warehouse (a run always builds the slices first;
+    slice_bounds then gives nones). -#}
+{%- set view_version = current_table_version(ref('merchant_balance_current'))
+    if execute and load_relation(ref('int_balance_slices_invalidated')) is not none else none %}
 
 with slices as (
     select * from {{ ref('int_balance_slices_invalidated') }}
@@ -112,7 +104,7 @@ final as (
         slices.from_date,
         slices.observed_at,
         {{ build_started_at() }} as recorded_at,
-        cast({{ view_version if view_version is not none else 'null' }} as bigint) as view_version
+        cast({{ 'null' if view_version is none else view_version | int }} as bigint) as view_version
     from slices
     cross join watermarks
     cross join observations
