@@ -6,9 +6,9 @@
         - replay_from: the earliest from_date of the replay slices (policy_change, segment_change,
           manual) as 'yyyy-mm-dd', none when there is none: the run replays nothing, and the
           merchants the slices invalidate (int_balance_merchants_invalidated) are none.
-        Read with one query per dbt invocation: the first call keeps the answer, with this
-        invocation's id, as JSON in the Spark session's setting `payledger.slice_bounds`; later
-        calls read it back (one `set` command, no query). The callers (the checkpoint, the view, the
+        Read with one query per dbt invocation: the first call keeps the answer in the Spark
+        session's setting `payledger.slice_bounds` (keep_for_invocation); later calls read it back
+        (kept_for_invocation: one `set` command, no query). The callers (the checkpoint, the view, the
         audit) are downstream of the slices, which a run builds once, before any of them. Returns
         nones while dbt parses (execute false) and where the slices table does not exist yet.
     -#}
@@ -18,9 +18,9 @@
     {%- if not execute -%}
         {{ return(bounds) }}
     {%- endif -%}
-    {%- set kept = session_setting('payledger.slice_bounds') -%}
-    {%- if kept != '<undefined>' and fromjson(kept)['invocation_id'] == invocation_id -%}
-        {{ return(fromjson(kept)['bounds']) }}
+    {%- set kept = kept_for_invocation('payledger.slice_bounds') -%}
+    {%- if kept is not none -%}
+        {{ return(kept) }}
     {%- endif -%}
     {%- set slices = load_relation(slices_relation) -%}
     {%- if slices is none -%}
@@ -32,6 +32,6 @@
         ~ " from " ~ slices
     ).rows[0] -%}
     {%- do bounds.update({'new_events_after': none if row[0] is none else row[0] | int, 'replay_from': row[1]}) -%}
-    {%- do adapter.execute('set payledger.slice_bounds=' ~ tojson({'invocation_id': invocation_id, 'bounds': bounds})) -%}
+    {%- do keep_for_invocation('payledger.slice_bounds', bounds) -%}
     {{ return(bounds) }}
 {%- endmacro %}

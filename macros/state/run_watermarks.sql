@@ -4,9 +4,9 @@
         each growing column below, as it stood before this invocation wrote anything (the
         checkpoint's: where it exceeds the audit's, checkpoint_watermark_query). The first call
         reads every table that exists (an absent table has none; _read_watermarks) and keeps the
-        answer, with this invocation's id, as JSON in the Spark session's setting
-        `payledger.run_watermarks`; later calls in the same invocation read it back (one `set`
-        command: no catalog lookup, no query). One of another invocation is ignored and replaced.
+        answer in the Spark session's setting `payledger.run_watermarks` (keep_for_invocation);
+        later calls in the same invocation read it back (kept_for_invocation: one `set` command, no
+        catalog lookup, no query). One of another invocation is ignored and replaced.
         Why the kept answer serves every later caller, whichever node read first: a node uses only
         watermarks of tables that nothing this invocation wrote before it changed, namely its own
         table (read before it writes), the landed events (the loader's, not dbt's) and tables
@@ -31,7 +31,7 @@
     {%- for name, source in _watermark_columns().items() -%}
         {%- do marks.update({name: none if source[1].endswith('_at') else 0}) -%}
     {%- endfor -%}
-    {%- set stored = _stored_run_watermarks() -%}
+    {%- set stored = kept_for_invocation('payledger.run_watermarks') -%}
     {%- if stored is none -%}
         {%- set stored = _read_watermarks() -%}
         {#- Kept as strings (the query's values may come back typed); an empty dict is kept too:
@@ -40,9 +40,7 @@
         {%- for name, value in stored.items() -%}
             {%- do kept.update({name: none if value is none else value | string}) -%}
         {%- endfor -%}
-        {%- do adapter.execute(
-            'set payledger.run_watermarks=' ~ tojson({'invocation_id': invocation_id, 'marks': kept})
-        ) -%}
+        {%- do keep_for_invocation('payledger.run_watermarks', kept) -%}
     {%- endif -%}
     {%- for name, value in stored.items() if name in marks and value is not none -%}
         {%- do marks.update({name: value if _watermark_columns()[name][1].endswith('_at') else value | int}) -%}
@@ -67,17 +65,6 @@
         'indexed_ingest_seq': (node_relation('int_payment_event_ids'), 'ingest_seq'),
         'dedup_directory_unit_base': (node_relation('int_payment_event_id_units'), 'unit_base'),
     }) }}
-{%- endmacro %}
-
-
-{#- Private. This invocation's kept watermarks as {name: string or none}, or none when none are kept. -#}
-{% macro _stored_run_watermarks() -%}
-    {%- set kept = session_setting('payledger.run_watermarks') -%}
-    {%- if kept == '<undefined>' -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set kept = fromjson(kept) -%}
-    {{ return(kept['marks'] if kept['invocation_id'] == invocation_id else none) }}
 {%- endmacro %}
 
 
