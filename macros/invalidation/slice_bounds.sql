@@ -8,9 +8,10 @@
           merchants the slices invalidate (int_balance_merchants_invalidated) are none.
         Read with one query per dbt invocation: the first call keeps the answer in the Spark
         session's setting `payledger.slice_bounds` (keep_for_invocation); later calls read it back
-        (kept_for_invocation: one `set` command, no query). The callers (the checkpoint, the view, the
-        audit) are downstream of the slices, which a run builds once, before any of them. Returns
-        nones while dbt parses (execute false) and where the slices table does not exist yet.
+        (kept_for_invocation: one `set` command, no query). The callers (the checkpoint, the view,
+        the audit) are downstream of the slices, which a run builds once, before any of them.
+        Returns nones while dbt parses (execute false) and where the slices table does not exist
+        yet.
     -#}
     {#- The ref while dbt parses too: the callers depend on the slices. -#}
     {%- set slices_relation = ref('int_balance_slices_invalidated') -%}
