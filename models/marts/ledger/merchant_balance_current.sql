@@ -37,23 +37,22 @@
 
 {%- set view_watermark = incremental_watermark('source_watermark') %}
 {%- set has_replay = false %}
-{%- if is_incremental() and execute %}
+{%- set has_manual_replay = false %}
+{%- if is_incremental() and execute and slice_bounds().replay_from is not none %}
     {#- The merchants (a view) are counted only where a slice is replayed (slice_bounds: read once
-        per run, by the checkpoint already). #}
-    {%- set has_replay = slice_bounds().replay_from is not none
-        and run_query("select count(*) from " ~ ref('int_balance_merchants_invalidated')).rows[0][0] > 0 %}
+        per run, by the checkpoint already), in one query: all of them, and a manual slice's. #}
+    {%- set merchants = run_query(
+        "select count(*), count_if(cause = 'manual') from " ~ ref('int_balance_merchants_invalidated')
+    ).rows[0] %}
+    {%- set has_replay = merchants[0] > 0 %}
+    {%- set has_manual_replay = merchants[1] > 0 %}
 {%- endif %}
 {%- set changes_from = none %}
-{%- if has_replay %}
+{%- if has_replay and not has_manual_replay %}
     {#- From the last write of the view or of the audit, which a build appends after the view once
         the view took the checkpoint in (also when it merged no row). A manual replay repairs what
         may be wrong in the stored rows: it re-sums, never folds. #}
     {%- set changes_from = change_feed_start(ref('int_merchant_daily_balances'), [this, node_relation('balance_invalidations')]) %}
-    {%- if changes_from is not none and run_query(
-        "select count(*) from " ~ ref('int_balance_merchants_invalidated') ~ " where cause = 'manual'"
-    ).rows[0][0] > 0 %}
-        {%- set changes_from = none %}
-    {%- endif %}
 {%- endif %}
 {#- A replay without the feed re-sums its merchants over the whole checkpoint: compiled code, where
     the run allows it. #}
