@@ -423,8 +423,8 @@ RETENTION_OPTION = click.option(
 def build_command(
     wait_s: float, every: float | None, iterations: int | None, maintain_every: int | None, retention_hours: float | None, dbt_args: tuple[str, ...]
 ) -> None:
-    """The scheduled build: source freshness, `dbt build DBT_ARGS`, then table maintenance when due,
-    under the warehouse's lock.
+    """The scheduled build: source freshness, `dbt build DBT_ARGS` (every data test; dbt's unit
+    tests are left to `make test`), then table maintenance when due, under the warehouse's lock.
 
     Logs one JSON object per step on stdout. Exit 0 on success, 1 when freshness or the build fails,
     75 when another build holds the lock (nothing was run).

@@ -17,6 +17,11 @@ from payledger.warehouse import VIEW
 #: dbt arguments that make the reconciliation test compare every key (dbt_project.yml's var
 #: ``reconcile_full``; a build compares one rotating slice otherwise).
 FULL_RECONCILIATION = ("--vars", '{"reconcile_full": true}')
+#: dbt arguments of every scheduled build (``payledger build``, the warm loop, the bench's steps
+#: with tests): dbt's unit tests read the rows they are given, never the warehouse, so a build of
+#: new data cannot fail them; they run in development and CI (``make test``), as dbt's
+#: documentation of unit tests advises. Data tests run on every build.
+SCHEDULED_BUILD_EXCLUDES = ("--exclude-resource-type", "unit_test")
 #: The environment variable through which run_dbt tells the data tests over history what the
 #: published build checked (``checked_since_published``; read by macros/reconciliation/).
 CHECKED_SINCE_ENV = "PAYLEDGER_CHECKED_SINCE"

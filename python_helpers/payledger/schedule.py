@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from payledger.dbt import DbtInvocation, run_dbt
+from payledger.dbt import SCHEDULED_BUILD_EXCLUDES, DbtInvocation, run_dbt
 from payledger.locks import EXIT_LOCKED, BuildLocked, build_lock, load_lock
 from payledger.maintain import every_commits_setting, maintain_tables, retention_hours_setting
 from payledger.spark import default_warehouse, get_spark
@@ -46,8 +46,8 @@ def scheduled_build(
     stop_requested: Callable[[], bool] = lambda: False,
     on_build: Callable[[DbtInvocation, SparkWork], None] | None = None,
 ) -> int:
-    """Run ``dbt source freshness``, ``dbt build <build_args>`` and due table maintenance under the
-    build lock.
+    """Run ``dbt source freshness``, ``dbt build <build_args>`` (without dbt's unit tests:
+    ``SCHEDULED_BUILD_EXCLUDES``) and due table maintenance under the build lock.
 
     Maintenance (after a successful build, under the load lock too) covers the project tables with
     at least ``maintain_every`` commits since their last maintenance (default
@@ -92,7 +92,7 @@ def scheduled_build(
             counter = WorkCounter(get_spark())
             mark = counter.mark()
             started = time.monotonic()
-            build = run_dbt("build", "--log-format", "json", *build_args)
+            build = run_dbt("build", "--log-format", "json", *SCHEDULED_BUILD_EXCLUDES, *build_args)
             seconds = round(time.monotonic() - started, 1)
             work = counter.since(mark) if on_build else counter.counts_since(mark)
             log(
