@@ -195,7 +195,8 @@ def _measure(spark, metrics: SqlMetrics, name: str, steps: tuple[tuple[str, tupl
 def _measure_as_cron(spark, metrics: SqlMetrics, name: str) -> Phase:
     """``dbt build`` with every data test, as ``payledger build`` runs it (without the unit tests:
     ``SCHEDULED_BUILD_EXCLUDES``): ``seconds`` is the invocation's wall time in this process (parse,
-    models, snapshots, tests, hooks and publication), rows read are all of the build's scans. Raises ``scenario.BuildFailed`` when a node fails."""
+    models, snapshots, tests, hooks and publication), rows read are all of the build's scans.
+    Raises ``scenario.BuildFailed`` when a node fails."""
     first = metrics.last_id()
     counter = WorkCounter(spark)
     mark = counter.mark()
