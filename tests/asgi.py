@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from tests.processes import free_port
+from payledger.ports import free_port
 
 
 @contextlib.contextmanager

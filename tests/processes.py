@@ -104,15 +104,6 @@ def typed_view(report: dict) -> dict[tuple[str, str], dict]:
     }
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def executable(name: str) -> str:
     """A console script of this virtualenv (``payledger``, ``dbt``)."""
     return str(Path(sys.executable).parent / name)

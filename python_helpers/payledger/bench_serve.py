@@ -47,6 +47,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from payledger.ports import free_port
+
 #: Seconds of each load slice while a build runs.
 SLICE_S = 5
 #: ``payledger balance`` runs from new processes.
@@ -285,14 +287,6 @@ def _renice_jvm(spark, niceness: int) -> None:
             os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _health(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=5) as response:
         return json.load(response)
@@ -302,7 +296,7 @@ class Server:
     """A ``payledger serve`` process on a free port of 127.0.0.1, over ``warehouse``."""
 
     def __init__(self, warehouse: Path, table_format: str, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         env = os.environ | {"PAYLEDGER_WAREHOUSE": str(warehouse), "PAYLEDGER_FORMAT": table_format}
         argv = [str(Path(sys.executable).with_name("payledger")), "serve", "--port", str(self.port)]
         self.log = open(log, "w")  # noqa: SIM115 (closed in stop)

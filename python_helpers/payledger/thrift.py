@@ -61,16 +61,69 @@ def _spawn(name: str, argv: list[str], extra_env: dict[str, str] | None = None) 
     return process.pid
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs; a child of this process that exited is reaped (``os.kill``
+    alone finds a zombie alive)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass  # not this process's child
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _wait_for_port(name: str, port: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     pid = int((_state_dir() / f"{name}.pid").read_text())
     while not _port_open(port):
         if time.monotonic() > deadline:
             raise ThriftError(f"{name} did not open 127.0.0.1:{port} within {timeout_s:g} s; see {_state_dir() / (name + '.log')}")
+        if not _alive(pid):
+            raise ThriftError(f"{name} exited; see {_state_dir() / (name + '.log')}")
+        time.sleep(1)
+
+
+def _open_session(port: int, timeout_s: float = 10) -> None:
+    """Open and close one HiveServer2 session on 127.0.0.1:``port`` as dbt-spark's PyHive
+    connection does (SASL PLAIN, ``auth`` NONE), each socket read bounded by ``timeout_s``
+    (PyHive's own ``connect`` waits without a bound). Raises what the Thrift client raises."""
+    import getpass
+
+    import thrift_sasl
+    from pyhive import hive
+    from thrift.transport import TSocket
+
+    sock = TSocket.TSocket("127.0.0.1", port)
+    sock.setTimeout(timeout_s * 1000)
+    user = getpass.getuser()
+    transport = thrift_sasl.TSaslClientTransport(
+        lambda: hive.get_installed_sasl(host="127.0.0.1", sasl_auth="PLAIN", username=user, password="x"), "PLAIN", sock
+    )
+    hive.connect(thrift_transport=transport, username=user).close()
+
+
+def _wait_for_thrift(port: int, timeout_s: float) -> None:
+    """Until the server opens a session on 127.0.0.1:``port``, not just until the port accepts: a
+    Spark driver binds its own RPC and block-manager ports first, and the port may be answered by
+    another listener. Raises ``ThriftError`` if the server exits, or after ``timeout_s`` with the
+    last client error."""
+    deadline = time.monotonic() + timeout_s
+    pid = int((_state_dir() / "thrift.pid").read_text())
+    log = _state_dir() / "thrift.log"
+    while True:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            raise ThriftError(f"{name} exited; see {_state_dir() / (name + '.log')}") from None
+            _open_session(port)
+            return
+        except Exception as error:  # Thrift, SASL and socket errors alike mean "not serving yet"
+            last = f"{type(error).__name__}: {error}"
+        if not _alive(pid):
+            raise ThriftError(f"thrift exited ({last}); see {log}")
+        if time.monotonic() > deadline:
+            raise ThriftError(f"thrift did not open a session on 127.0.0.1:{port} within {timeout_s:g} s ({last}); see {log}")
         time.sleep(1)
 
 
@@ -87,8 +140,9 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     """Start the Thrift Server on 127.0.0.1:``port`` (and a standalone cluster first if asked), in
     the format ``server_format()`` names.
 
-    Returns ``{process name: pid}``. Raises ``ThriftError`` if a port is taken or a process does not
-    come up within ``timeout_s`` seconds (the log's path is in the message).
+    Returns ``{process name: pid}`` once the server opens a session. Raises ``ThriftError`` if a
+    port is taken or a process does not come up within ``timeout_s`` seconds (the log's path is in
+    the message).
     """
     project_environment()
     if _port_open(port):
@@ -152,7 +206,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     argv += ["--conf", "spark.sql.ansi.enabled=false"]
     argv += ["--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1", "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"]
     pids["thrift"] = _spawn("thrift", argv)
-    _wait_for_port("thrift", port, timeout_s)
+    _wait_for_thrift(port, timeout_s)
     return pids
 
 

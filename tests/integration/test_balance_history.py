@@ -23,11 +23,12 @@ from click.testing import CliRunner
 from payledger import history
 from payledger.cli import main
 from payledger.maintain import maintain_tables
+from payledger.ports import free_port
 from payledger.publish import read_document, table_location
 from payledger.serve import PublishedBalances
 from payledger.warehouse import LANDING_EVENTS, PUBLISHED_RELATION, VIEW
 from tests import reference
-from tests.processes import Process, executable, free_port
+from tests.processes import Process, executable
 from tests.support import History, event, merchant, policy
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_formats, pytest.mark.slow]

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from payledger.dbt import run_dbt
+from payledger.ports import free_port
 from payledger.warehouse import project_relations
-from tests.processes import ROOT, Process, executable, free_port
+from tests.processes import ROOT, Process, executable
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import ROOT, Harness, executable, free_port, new_events, typed_view
+from payledger.ports import free_port
+from tests.processes import ROOT, Harness, executable, new_events, typed_view
 from tests.support import History, merchant, policy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("thrift")]
