@@ -14,6 +14,7 @@ runs, use ``--target thrift`` (not an embedded target, nor ``payledger load``) o
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -114,17 +115,23 @@ def _wait_for_thrift(port: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     pid = int((_state_dir() / "thrift.pid").read_text())
     log = _state_dir() / "thrift.log"
-    while True:
-        try:
-            _open_session(port)
-            return
-        except Exception as error:  # Thrift, SASL and socket errors alike mean "not serving yet"
-            last = f"{type(error).__name__}: {error}"
-        if not _alive(pid):
-            raise ThriftError(f"thrift exited ({last}); see {log}")
-        if time.monotonic() > deadline:
-            raise ThriftError(f"thrift did not open a session on 127.0.0.1:{port} within {timeout_s:g} s ({last}); see {log}")
-        time.sleep(1)
+    socket_log = logging.getLogger("thrift.transport.TSocket")  # logs each refused connect as an error
+    level = socket_log.level
+    socket_log.setLevel(logging.CRITICAL)
+    try:
+        while True:
+            try:
+                _open_session(port)
+                return
+            except Exception as error:  # Thrift, SASL and socket errors alike mean "not serving yet"
+                last = f"{type(error).__name__}: {error}"
+            if not _alive(pid):
+                raise ThriftError(f"thrift exited ({last}); see {log}")
+            if time.monotonic() > deadline:
+                raise ThriftError(f"thrift did not open a session on 127.0.0.1:{port} within {timeout_s:g} s ({last}); see {log}")
+            time.sleep(1)
+    finally:
+        socket_log.setLevel(level)
 
 
 def server_format() -> str:
@@ -142,7 +149,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
 
     Returns ``{process name: pid}`` once the server opens a session. Raises ``ThriftError`` if a
     port is taken or a process does not come up within ``timeout_s`` seconds (the log's path is in
-    the message).
+    the message), after stopping what it started.
     """
     project_environment()
     if _port_open(port):
@@ -180,7 +187,11 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
             ],
             daemon_env,
         )
-        _wait_for_port("master", MASTER_PORT, timeout_s)
+        try:
+            _wait_for_port("master", MASTER_PORT, timeout_s)
+        except ThriftError:
+            stop()
+            raise
         master = f"spark://127.0.0.1:{MASTER_PORT}"
         pids["worker"] = _spawn(
             "worker",
@@ -206,7 +217,11 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
     argv += ["--conf", "spark.sql.ansi.enabled=false"]
     argv += ["--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1", "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"]
     pids["thrift"] = _spawn("thrift", argv)
-    _wait_for_thrift(port, timeout_s)
+    try:
+        _wait_for_thrift(port, timeout_s)
+    except ThriftError:
+        stop()  # the standalone master and worker too: nothing half-started stays behind
+        raise
     return pids
 
 
