@@ -1,12 +1,13 @@
 {#-
     Wraps dbt-spark's `snapshot` materialization (dbt-spark 1.11.0; tests/unit/test_upstream.py
     notices a change): an existing snapshot whose source holds no change is left alone after one
-    probe (four statements, the strategy's two included) instead of staged as a view, described
-    seven times, probed, and the view dropped (thirteen statements). The probe is dbt's own staging
-    query (`snapshot_staging_table`, with dbt's strategy), so "no change" means what dbt's MERGE
-    would have found: no insert, update or delete. It also checks that the table has every column
-    of the source (dbt adds a new one even when no row changed). Anything else, and a new table,
-    goes through dbt-spark's materialization unchanged (`_snapshot_is_idle` says which).
+    probe (four statements, the strategy's two included) instead of staged in a view, described
+    seven times, merged (probed first on Iceberg) and the view dropped. The probe is dbt's own
+    staging query (`snapshot_staging_table`, with dbt's strategy), so "no change" means what dbt's
+    MERGE would have found: no insert, update or delete. It also checks that the table has every
+    column of the source (dbt adds a new one even when no row changed). Anything else, and a new
+    table, goes through dbt-spark's materialization (`_snapshot_is_idle` says which), with the
+    project's staging (spark_build_snapshot_staging_table) and MERGE (spark__snapshot_merge_sql).
 
     Where run_dbt passes the tables' states (PAYLEDGER_TABLE_STATES: Delta,
     payledger/stored_maxima.py), the table also records the inputs it holds the result of, in its

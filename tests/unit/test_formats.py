@@ -31,7 +31,7 @@ def test_every_format_defines_every_variant_that_format_variant_dispatches():
     macros = "\n".join(path.read_text() for path in (ROOT / "macros").rglob("*.sql"))
     defined = set(re.findall(r"{%-?\s*macro\s+(\w+)\s*\(", macros))
     dispatched = set(re.findall(r"format_variant\('(\w+)'", macros))
-    assert {"current_table_version", "incremental_write_sql", "relation_is_format"} <= dispatched, dispatched
+    assert {"current_table_version", "incremental_write_sql", "relation_is_format", "snapshot_write_sql"} <= dispatched, dispatched
     missing = sorted(f"{fmt}__{name}" for name in dispatched for fmt in formats.catalog_classes() if f"{fmt}__{name}" not in defined)
     assert not missing, f"macros missing for a format: {missing}"
 
