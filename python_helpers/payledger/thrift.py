@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from payledger.formats import FORMATS, format_named
@@ -77,15 +78,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _wait_for_port(name: str, port: int, timeout_s: float) -> None:
+def _wait_for(name: str, port: int, timeout_s: float, failure: Callable[[int], str | None]) -> None:
+    """Until ``failure(port)`` returns None (the process ``name`` answers on 127.0.0.1:``port``).
+    Raises ``ThriftError`` if the process exits, or after ``timeout_s``, with the last failure."""
     deadline = time.monotonic() + timeout_s
     pid = int((_state_dir() / f"{name}.pid").read_text())
-    while not _port_open(port):
-        if time.monotonic() > deadline:
-            raise ThriftError(f"{name} did not open 127.0.0.1:{port} within {timeout_s:g} s; see {_state_dir() / (name + '.log')}")
+    log = _state_dir() / f"{name}.log"
+    while (last := failure(port)) is not None:
         if not _alive(pid):
-            raise ThriftError(f"{name} exited; see {_state_dir() / (name + '.log')}")
+            raise ThriftError(f"{name} exited ({last}); see {log}")
+        if time.monotonic() > deadline:
+            raise ThriftError(f"{name} did not answer on 127.0.0.1:{port} within {timeout_s:g} s ({last}); see {log}")
         time.sleep(1)
+
+
+def _nothing_accepts(port: int) -> str | None:
+    return None if _port_open(port) else "nothing accepts connections"
 
 
 def _open_session(port: int, timeout_s: float = 10) -> None:
@@ -107,29 +115,23 @@ def _open_session(port: int, timeout_s: float = 10) -> None:
     hive.connect(thrift_transport=transport, username=user).close()
 
 
+def _no_session(port: int) -> str | None:
+    try:
+        _open_session(port)
+    except Exception as error:  # Thrift, SASL and socket errors alike mean "not serving yet"
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 def _wait_for_thrift(port: int, timeout_s: float) -> None:
     """Until the server opens a session on 127.0.0.1:``port``, not just until the port accepts: a
     Spark driver binds its own RPC and block-manager ports first, and the port may be answered by
-    another listener. Raises ``ThriftError`` if the server exits, or after ``timeout_s`` with the
-    last client error."""
-    deadline = time.monotonic() + timeout_s
-    pid = int((_state_dir() / "thrift.pid").read_text())
-    log = _state_dir() / "thrift.log"
+    another listener. Raises ``ThriftError`` as ``_wait_for`` does."""
     socket_log = logging.getLogger("thrift.transport.TSocket")  # logs each refused connect as an error
     level = socket_log.level
     socket_log.setLevel(logging.CRITICAL)
     try:
-        while True:
-            try:
-                _open_session(port)
-                return
-            except Exception as error:  # Thrift, SASL and socket errors alike mean "not serving yet"
-                last = f"{type(error).__name__}: {error}"
-            if not _alive(pid):
-                raise ThriftError(f"thrift exited ({last}); see {log}")
-            if time.monotonic() > deadline:
-                raise ThriftError(f"thrift did not open a session on 127.0.0.1:{port} within {timeout_s:g} s ({last}); see {log}")
-            time.sleep(1)
+        _wait_for("thrift", port, timeout_s, _no_session)
     finally:
         socket_log.setLevel(level)
 
@@ -188,7 +190,7 @@ def start(port: int = 10000, standalone: bool = False, timeout_s: float = 180) -
             daemon_env,
         )
         try:
-            _wait_for_port("master", MASTER_PORT, timeout_s)
+            _wait_for("master", MASTER_PORT, timeout_s, _nothing_accepts)
         except ThriftError:
             stop()
             raise
