@@ -233,7 +233,7 @@ def small_build_targets(
             f"warm scheduled build: median <= {WARM_MEDIAN_LIMIT_S[table_format]:g} s",
             _median(seconds),
             WARM_MEDIAN_LIMIT_S[table_format],
-            f"median {_median(seconds):.1f} s; {min(seconds):.1f}-{max(seconds):.1f} s over {len(seconds)} builds",
+            f"median {round(_median(seconds), 2):g} s; {min(seconds):.1f}-{max(seconds):.1f} s over {len(seconds)} builds",
         )
     ]
     if table_format in WARM_JOBS_LIMIT:
@@ -242,7 +242,7 @@ def small_build_targets(
                 f"warm scheduled build: median Spark jobs <= {WARM_JOBS_LIMIT[table_format]}",
                 _median(jobs),
                 WARM_JOBS_LIMIT[table_format],
-                f"median {_median(jobs):.0f}; {min(jobs)}-{max(jobs)} jobs, {_median([b.sql_executions for b in builds]):.0f} SQL executions (median)",
+                f"median {round(_median(jobs), 1):g}; {min(jobs)}-{max(jobs)} jobs, {_median([b.sql_executions for b in builds]):.0f} SQL executions (median)",
             )
         )
     found.append(

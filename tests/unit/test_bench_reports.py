@@ -76,8 +76,11 @@ def test_small_build_targets_are_met_or_missed_by_their_limits():
     assert found["warm scheduled build: median <= 10 s"]["value"] == 9.0 and found["warm scheduled build: median <= 10 s"]["met"]
     assert found["warm scheduled build: median Spark jobs <= 60"]["value"] == 55 and found["warm scheduled build: median Spark jobs <= 60"]["met"]
     # The printed line is the detail: it shows the median the target is about, then the spread.
-    assert found["warm scheduled build: median <= 10 s"]["detail"] == "median 9.0 s; 8.0-30.0 s over 3 builds"
+    assert found["warm scheduled build: median <= 10 s"]["detail"] == "median 9 s; 8.0-30.0 s over 3 builds"
     assert found["warm scheduled build: median Spark jobs <= 60"]["detail"].startswith("median 55; 50-90 jobs")
+    even = [AgingBuild(n, 300, s, jobs, 100, 0.0, []) for n, (s, jobs) in enumerate([(10.8, 172), (10.9, 173)], start=1)]
+    details = [t["detail"] for t in small_build_targets(even, "delta", cold=[], newcomer=[])[:2]]
+    assert details[0].startswith("median 10.85 s;") and details[1].startswith("median 172.5;"), details
     cold = found["payledger build from a new process <= 40 s"]
     assert (cold["value"], cold["limit"], cold["met"], cold["detail"]) == (41.0, 40.0, False, "35.0 s, 41.0 s")
     maintained = next(t for t in small_build_targets(fast, "delta", cold=[35.0, 52.5], newcomer=[], cold_maintenance=[0.0, 15.0]) if t["name"] == cold["name"])
