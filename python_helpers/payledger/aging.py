@@ -228,21 +228,22 @@ def small_build_targets(
     builds_only = [wall - maintenance for wall, maintenance in zip(cold, maintained, strict=True)]
     seconds = [b.seconds for b in builds]
     jobs = [b.spark_jobs for b in builds]
+    median_s, median_jobs = _median(seconds), _median(jobs)
     found = [
         _target(
             f"warm scheduled build: median <= {WARM_MEDIAN_LIMIT_S[table_format]:g} s",
-            _median(seconds),
+            median_s,
             WARM_MEDIAN_LIMIT_S[table_format],
-            f"median {round(_median(seconds), 2):g} s; {min(seconds):.1f}-{max(seconds):.1f} s over {len(seconds)} builds",
+            f"median {round(median_s, 2):g} s; {min(seconds):.1f}-{max(seconds):.1f} s over {len(seconds)} builds",
         )
     ]
     if table_format in WARM_JOBS_LIMIT:
         found.append(
             _target(
                 f"warm scheduled build: median Spark jobs <= {WARM_JOBS_LIMIT[table_format]}",
-                _median(jobs),
+                median_jobs,
                 WARM_JOBS_LIMIT[table_format],
-                f"median {round(_median(jobs), 1):g}; {min(jobs)}-{max(jobs)} jobs, {_median([b.sql_executions for b in builds]):.0f} SQL executions (median)",
+                f"median {round(median_jobs, 1):g}; {min(jobs)}-{max(jobs)} jobs, {_median([b.sql_executions for b in builds]):.0f} SQL executions (median)",
             )
         )
     found.append(
